@@ -1,0 +1,319 @@
+"""Cluster shape (racks x servers x GPUs), fabric presets and congestion.
+
+A cluster is ``racks`` racks of ``servers_per_rack`` servers with
+``gpus_per_server`` GPUs each. Three kinds of link matter to a data-parallel
+job, one per level a placement can span:
+
+* ``gpu_link``: GPU to GPU inside a server (NVLink/NVSwitch, PCIe);
+* ``nic``: a server's network interface to its top-of-rack switch; it carries
+  every transfer between servers and caps a single flow's bandwidth;
+* ``uplink``: a rack's uplink to the spine. Its capacity is
+  ``servers_per_rack * nic.bandwidth / oversubscription``, shared by every job
+  whose GPUs span that rack and others, and by background traffic (the
+  congestion level). Its latency is the cost of one cross-rack step.
+
+Fabric presets are data; ``fabric_from_dict`` reads a saved (e.g. fitted) one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Literal
+
+GB = 1e9
+US = 1e-6
+
+Algorithm = Literal["ring", "hierarchical"]
+
+
+@dataclass(frozen=True)
+class Link:
+    """A link class: bandwidth in bytes/s, latency (alpha) in s per step."""
+
+    bandwidth: float
+    latency: float
+
+    def __post_init__(self) -> None:
+        if not (self.bandwidth > 0 and math.isfinite(self.bandwidth)):
+            raise ValueError(f"link bandwidth must be positive, got {self.bandwidth}")
+        if not (self.latency >= 0 and math.isfinite(self.latency)):
+            raise ValueError(f"link latency must be >= 0, got {self.latency}")
+
+
+@dataclass(frozen=True)
+class Fabric:
+    """Network parameters of a cluster and how jobs all-reduce on it.
+
+    Attributes:
+        name: preset name.
+        gpu_link, nic, uplink: see the module docstring.
+        oversubscription: rack uplink oversubscription (1 = non-blocking).
+        algorithm: ``"ring"`` (one flat ring over all GPUs, every step paced by
+            the slowest level spanned) or ``"hierarchical"`` (ring all-reduce
+            level by level: inside servers, across servers of a rack, across
+            racks).
+        bucket_bytes: gradient bucket size; ``None`` all-reduces every layer
+            on its own (the seed's model, which makes many-layer models
+            latency-bound).
+        overlap: fraction of the backward pass that all-reduce can hide.
+        description: where the numbers come from.
+    """
+
+    name: str
+    gpu_link: Link
+    nic: Link
+    uplink: Link
+    oversubscription: float = 1.0
+    algorithm: Algorithm = "hierarchical"
+    bucket_bytes: float | None = 25e6
+    overlap: float = 0.9
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if self.oversubscription < 1:
+            raise ValueError(f"oversubscription must be >= 1, got {self.oversubscription}")
+        if self.algorithm not in ("ring", "hierarchical"):
+            raise ValueError(f"unknown all-reduce algorithm {self.algorithm!r}")
+        if not 0 <= self.overlap <= 1:
+            raise ValueError(f"overlap must be in [0, 1], got {self.overlap}")
+        if self.bucket_bytes is not None and self.bucket_bytes <= 0:
+            raise ValueError(f"bucket_bytes must be positive, got {self.bucket_bytes}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def fabric_from_dict(data: dict) -> Fabric:
+    """Inverse of ``Fabric.to_dict`` (e.g. a fitted preset read from JSON)."""
+    data = dict(data)
+    for key in ("gpu_link", "nic", "uplink"):
+        data[key] = Link(**data[key])
+    return Fabric(**data)
+
+
+FABRICS: dict[str, Fabric] = {
+    # The seed authors' simulator: 4 GPUs fully connected x 2 slots per server
+    # (network_nvswitch_4g_2s.json: 4 links of 600 GB/s per GPU, 0 ns inside
+    # the fully connected group and 500 ns between slots: 2400 GB/s and, over
+    # the 14 steps of an 8-GPU ring, about 0.1 us a step), servers on a ring of
+    # 200 GB/s 5 us links (two per server, 400 GB/s), racks on a switch of
+    # 400 GB/s 50 us links; a cross-rack step goes up and down (100 us).
+    # No bucketing; no contention in their model (non-blocking here).
+    "seed": Fabric(
+        name="seed",
+        gpu_link=Link(2400 * GB, 0.1 * US),
+        nic=Link(400 * GB, 5 * US),
+        uplink=Link(400 * GB, 100 * US),
+        oversubscription=1.0,
+        algorithm="hierarchical",
+        bucket_bytes=None,
+        overlap=0.5,
+        description="seed paper authors' parameters (arXiv 2401.16492 simulator)",
+    ),
+    # A modern training cluster: NVSwitch (NVLink 3, 300 GB/s per direction),
+    # 4 x HDR InfiniBand per server (100 GB/s), 2:1 oversubscribed spine.
+    "nvswitch_ib": Fabric(
+        name="nvswitch_ib",
+        gpu_link=Link(300 * GB, 2 * US),
+        nic=Link(100 * GB, 5 * US),
+        uplink=Link(100 * GB, 10 * US),
+        oversubscription=2.0,
+        algorithm="hierarchical",
+        bucket_bytes=25e6,
+        overlap=0.9,
+        description="NVSwitch servers, 4x HDR InfiniBand, 2:1 spine",
+    ),
+    # A commodity cluster: PCIe 3.0 x16 between GPUs, one 25 GbE NIC per
+    # server (TCP), 3:1 oversubscribed uplinks, flat NCCL ring.
+    "pcie_25gbe": Fabric(
+        name="pcie_25gbe",
+        gpu_link=Link(12 * GB, 5 * US),
+        nic=Link(25e9 / 8, 25 * US),
+        uplink=Link(25e9 / 8, 50 * US),
+        oversubscription=3.0,
+        algorithm="ring",
+        bucket_bytes=25e6,
+        overlap=0.9,
+        description="PCIe 3.0 servers, 25 GbE, 3:1 uplinks",
+    ),
+}
+
+
+def get_fabric(fabric: str | Fabric) -> Fabric:
+    if isinstance(fabric, Fabric):
+        return fabric
+    try:
+        return FABRICS[fabric]
+    except KeyError:
+        raise ValueError(
+            f"unknown fabric {fabric!r}; known fabrics: {', '.join(FABRICS)}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class Congestion:
+    """Background traffic on rack uplinks, as a fraction of their capacity.
+
+    ``schedule`` makes it time-varying: ``((t0, f0), (t1, f1), ...)`` with
+    ``t0 == 0``; fraction ``f_i`` holds from ``t_i`` until ``t_{i+1}``, and the
+    schedule repeats with ``period`` seconds if given. Background traffic
+    takes its share of uplink bandwidth and, as queueing at the switches,
+    inflates the latency of cross-rack steps by ``1 / (1 - fraction)``.
+    """
+
+    name: str
+    background: float = 0.0
+    schedule: tuple[tuple[float, float], ...] | None = None
+    period: float | None = None
+
+    MAX_BACKGROUND = 0.95
+
+    def __post_init__(self) -> None:
+        fractions = [self.background] + [f for _, f in self.schedule or ()]
+        for f in fractions:
+            if not 0 <= f <= self.MAX_BACKGROUND:
+                raise ValueError(
+                    f"congestion {self.name!r}: background fraction {f} not in "
+                    f"[0, {self.MAX_BACKGROUND}]"
+                )
+        if self.schedule is not None:
+            times = [t for t, _ in self.schedule]
+            if not times or times[0] != 0 or times != sorted(set(times)):
+                raise ValueError(
+                    f"congestion {self.name!r}: schedule times must start at 0 and increase"
+                )
+            if self.period is not None and self.period <= times[-1]:
+                raise ValueError(f"congestion {self.name!r}: period must exceed the last time")
+
+    @property
+    def time_varying(self) -> bool:
+        return self.schedule is not None
+
+    def at(self, t: float) -> float:
+        """Background fraction at time ``t``."""
+        if self.schedule is None:
+            return self.background
+        if self.period is not None:
+            t = t % self.period
+        value = self.schedule[0][1]
+        for start, fraction in self.schedule:
+            if start > t:
+                break
+            value = fraction
+        return value
+
+    def next_change(self, t: float) -> float | None:
+        """First time after ``t`` at which the fraction may change."""
+        if self.schedule is None:
+            return None
+        base = 0.0
+        if self.period is not None:
+            base = (t // self.period) * self.period
+        for start, _ in self.schedule:
+            if base + start > t:
+                return base + start
+        if self.period is not None:
+            return base + self.period
+        return None
+
+
+def _diurnal() -> Congestion:
+    # Light at night, heavy in working hours: hourly steps over a day.
+    hours = [0.2] * 8 + [0.5, 0.7, 0.8, 0.8, 0.7, 0.8, 0.8, 0.8, 0.7, 0.6, 0.5] + [0.3] * 5
+    return Congestion(
+        name="diurnal",
+        schedule=tuple((3600.0 * h, f) for h, f in enumerate(hours)),
+        period=86400.0,
+    )
+
+
+CONGESTION: dict[str, Congestion] = {
+    "none": Congestion("none", 0.0),
+    "moderate": Congestion("moderate", 0.5),
+    "heavy": Congestion("heavy", 0.8),
+    "diurnal": _diurnal(),
+}
+
+
+def get_congestion(congestion: str | float | Congestion) -> Congestion:
+    if isinstance(congestion, Congestion):
+        return congestion
+    if isinstance(congestion, (int, float)):
+        return Congestion(f"background={congestion:g}", float(congestion))
+    try:
+        return CONGESTION[congestion]
+    except KeyError:
+        raise ValueError(
+            f"unknown congestion level {congestion!r}; known: {', '.join(CONGESTION)}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A homogeneous cluster: racks x servers x GPUs on a fabric."""
+
+    racks: int
+    servers_per_rack: int
+    gpus_per_server: int
+    fabric: Fabric = field(default_factory=lambda: FABRICS["seed"])
+
+    def __post_init__(self) -> None:
+        for name in ("racks", "servers_per_rack", "gpus_per_server"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"cluster {name} must be a positive integer, got {value!r}")
+        object.__setattr__(self, "fabric", get_fabric(self.fabric))
+
+    @property
+    def num_servers(self) -> int:
+        return self.racks * self.servers_per_rack
+
+    @property
+    def num_gpus(self) -> int:
+        return self.num_servers * self.gpus_per_server
+
+    @property
+    def gpus_per_rack(self) -> int:
+        return self.servers_per_rack * self.gpus_per_server
+
+    @property
+    def uplink_capacity(self) -> float:
+        """Bytes/s a rack uplink carries (before background traffic)."""
+        f = self.fabric
+        return self.servers_per_rack * f.nic.bandwidth / f.oversubscription
+
+    def rack_of(self, server: int) -> int:
+        return server // self.servers_per_rack
+
+    def with_fabric(self, fabric: str | Fabric) -> Cluster:
+        return replace(self, fabric=get_fabric(fabric))
+
+    def describe(self) -> str:
+        return (
+            f"{self.racks} racks x {self.servers_per_rack} servers x "
+            f"{self.gpus_per_server} GPUs = {self.num_gpus} GPUs, fabric {self.fabric.name}"
+        )
+
+
+CLUSTERS: dict[str, Cluster] = {
+    # The seed's traces ask for up to 56 GPUs: 64 GPUs in 4 racks of two
+    # 8-GPU servers (4 GPUs x 2 slots, as the authors' servers).
+    "seed64": Cluster(4, 2, 8, FABRICS["seed"]),
+    "nvswitch512": Cluster(8, 8, 8, FABRICS["nvswitch_ib"]),
+    "pcie512": Cluster(8, 8, 8, FABRICS["pcie_25gbe"]),
+    "seed512": Cluster(8, 8, 8, FABRICS["seed"]),
+}
+
+
+def get_cluster(cluster: str | Cluster, fabric: str | Fabric | None = None) -> Cluster:
+    if isinstance(cluster, str):
+        try:
+            cluster = CLUSTERS[cluster]
+        except KeyError:
+            raise ValueError(
+                f"unknown cluster {cluster!r}; known clusters: {', '.join(CLUSTERS)}"
+            ) from None
+    if fabric is not None:
+        cluster = cluster.with_fabric(fabric)
+    return cluster

@@ -1,0 +1,195 @@
+"""Performance model: hand-computed small cases and the seed's calibration."""
+
+import math
+
+import pytest
+
+from ddl_gym.perf import Level, PerfModel, Shape, shape_of
+from ddl_gym.profiles import MODEL_NAMES, bucket_sizes, get_profile
+from ddl_gym.topology import (
+    CONGESTION,
+    FABRICS,
+    Cluster,
+    Congestion,
+    Fabric,
+    Link,
+    fabric_from_dict,
+)
+
+RESNET18_BYTES = 46_715_648  # sum of its 21 layer gradients in the profile
+
+
+def simple_fabric(algorithm="hierarchical", overlap=0.0, bucket=1e12) -> Fabric:
+    return Fabric(
+        name="simple",
+        gpu_link=Link(100e9, 1e-6),
+        nic=Link(10e9, 1e-5),
+        uplink=Link(10e9, 1e-4),
+        oversubscription=2.0,
+        algorithm=algorithm,
+        bucket_bytes=bucket,
+        overlap=overlap,
+    )
+
+
+def test_resnet18_gradient_total():
+    assert get_profile("resnet18").total_grad_bytes == RESNET18_BYTES
+    assert len(bucket_sizes("resnet18", None)) == 21
+    assert bucket_sizes("resnet18", 1e12) == (RESNET18_BYTES,)
+
+
+def test_ddp_bucketing_packs_in_backward_order():
+    # fc (2048000) comes first in backward order, then layer4.1.conv2 (9437184)
+    buckets = bucket_sizes("resnet18", 5e6)
+    assert buckets[0] == 2048000 + 9437184
+    assert sum(buckets) == RESNET18_BYTES
+
+
+def test_single_gpu_has_no_communication():
+    pm = PerfModel(Cluster(2, 2, 4, simple_fabric()))
+    assert pm.iter_time("resnet18", 0.1, Shape(1, 1, 1, 1)) == 0.1
+
+
+def test_hierarchical_one_server_by_hand():
+    pm = PerfModel(Cluster(2, 2, 4, simple_fabric()))
+    # ring of 4 on the GPU link, one bucket: 2*3/4*B/100e9 + 2*3*1e-6
+    expected = 1.5 * RESNET18_BYTES / 100e9 + 6e-6
+    assert pm.allreduce_time("resnet18", Shape(4, 4, 1, 1)) == pytest.approx(expected, rel=1e-12)
+
+
+def test_hierarchical_two_racks_by_hand():
+    pm = PerfModel(Cluster(2, 2, 4, simple_fabric()))
+    # 2+2 GPUs on two servers of different racks: ring(2) on GPU link + ring(2) across racks
+    shape = shape_of([(0, 2), (2, 2)], servers_per_rack=2)
+    assert shape == Shape(4, 2, 1, 2) and shape.level == Level.NETWORK
+    gpu = 1.0 * RESNET18_BYTES / 100e9 + 2 * 1e-6
+    # uplink: 2 servers * 10 GB/s / 2 = 10 GB/s capacity, one job: min(NIC, 10e9)
+    up = 1.0 * RESNET18_BYTES / 10e9 + 2 * 1e-4
+    assert pm.allreduce_time("resnet18", shape) == pytest.approx(gpu + up, rel=1e-12)
+
+
+def test_ring_paced_by_slowest_level_with_buckets():
+    pm = PerfModel(Cluster(2, 2, 4, simple_fabric("ring", bucket=None)))
+    # 8 GPUs over two servers of one rack, flat ring on the NIC, 21 buckets
+    expected = 2 * 7 / 8 * RESNET18_BYTES / 10e9 + 21 * 2 * 7 * 1e-5
+    got = pm.allreduce_time("resnet18", Shape(8, 4, 2, 1))
+    assert got == pytest.approx(expected, rel=1e-12)
+
+
+def test_overlap_hides_part_of_backward():
+    pm = PerfModel(Cluster(2, 2, 4, simple_fabric(overlap=0.5)))
+    share = get_profile("resnet18").backward_share
+    shape = Shape(4, 4, 1, 1)
+    ar = pm.allreduce_time("resnet18", shape)
+    t_c = 0.01
+    assert pm.iter_time("resnet18", t_c, shape) == pytest.approx(
+        t_c + max(0.0, ar - 0.5 * share * t_c)
+    )
+    # a long enough compute hides it all
+    assert pm.iter_time("resnet18", 100.0, shape) == 100.0
+
+
+def test_uplink_share_and_congestion():
+    pm = PerfModel(Cluster(2, 2, 4, simple_fabric()))
+    assert pm.uplink_capacity == 10e9
+    assert pm.uplink_share(0.0, 1) == 10e9
+    assert pm.uplink_share(0.0, 4) == 2.5e9
+    assert pm.uplink_share(0.5, 2) == 2.5e9
+    assert pm.uplink_latency(0.8) == pytest.approx(5e-4)
+
+
+def test_contention_slows_cross_rack_jobs():
+    pm = PerfModel(Cluster(2, 2, 4, simple_fabric()))
+    shape = Shape(4, 2, 1, 2)
+    alone = pm.iter_time("vgg11", 0.01, shape, pm.uplink_share(0, 1), pm.uplink_latency(0))
+    shared = pm.iter_time("vgg11", 0.01, shape, pm.uplink_share(0, 3), pm.uplink_latency(0))
+    assert shared > alone
+
+
+def test_tightest_shapes():
+    pm = PerfModel(Cluster(4, 2, 8, FABRICS["seed"]))
+    assert pm.tightest_shape(8, Level.MACHINE) == Shape(8, 8, 1, 1)
+    assert pm.tightest_shape(8, Level.RACK) == Shape(8, 4, 2, 1)
+    assert pm.tightest_shape(8, Level.NETWORK) == Shape(8, 4, 1, 2)
+    assert pm.tightest_shape(16, Level.MACHINE) is None
+    assert pm.tightest_shape(16, Level.RACK) == Shape(16, 8, 2, 1)
+    assert pm.tightest_shape(24, Level.RACK) is None
+    assert pm.tightest_shape(24, Level.NETWORK) == Shape(24, 8, 2, 2)
+    assert pm.tightest_shape(1, Level.RACK) is None
+    assert pm.tightest_shape(65, Level.NETWORK) is None
+
+
+# The seed authors' network simulator, 8-GPU job: one machine / two machines
+# of one rack / two racks (DESIGN.md section 1).
+AUTHORS = {
+    "resnet50": (1.12, 1.12, 1.50),
+    "resnet18": (1.04, 2.06, 28.8),
+    "alexnet": (1.00, 1.01, 2.22),
+    "mobilenet_v3": (1.36, 10.3, 197),
+    "vgg11": (1.00, 1.00, 1.18),
+    "bert_large": (1.09, 1.09, 8.45),
+}
+
+
+@pytest.mark.parametrize("model", list(AUTHORS))
+def test_seed_preset_lands_in_authors_orders_of_magnitude(model):
+    pm = PerfModel(Cluster(4, 2, 8, FABRICS["seed"]))
+    t = get_profile(model).iter_time_s
+    ours = [
+        pm.iter_time(model, t, s) / t
+        for s in (Shape(8, 8, 1, 1), Shape(8, 4, 2, 1), Shape(8, 4, 1, 2))
+    ]
+    for mine, theirs in zip(ours, AUTHORS[model], strict=True):
+        # within half an order of magnitude of the authors' inflation
+        assert abs(math.log10(mine) - math.log10(theirs)) < 0.5, (model, ours)
+    assert ours[0] <= ours[1] <= ours[2]
+
+
+def test_seed_preset_issue_targets():
+    pm = PerfModel(Cluster(4, 2, 8, FABRICS["seed"]))
+
+    def cross_rack(model):
+        return pm.slowdown(model, 8, Level.NETWORK) / pm.slowdown(model, 8, Level.MACHINE)
+
+    assert 10 <= cross_rack("mobilenet_v3") <= 1000
+    assert 10 <= cross_rack("resnet18") <= 1000
+    assert 3 <= cross_rack("bert_large") <= 30
+    assert cross_rack("resnet50") < 2
+    assert cross_rack("vgg11") < 2
+
+
+def test_faster_fabric_is_never_slower():
+    fast = PerfModel(Cluster(4, 2, 8, FABRICS["nvswitch_ib"]))
+    slow = PerfModel(Cluster(4, 2, 8, FABRICS["pcie_25gbe"]))
+    for model in MODEL_NAMES:
+        for level in Level:
+            a, b = fast.slowdown(model, 8, level), slow.slowdown(model, 8, level)
+            assert a <= b, (model, level)
+
+
+def test_heavier_congestion_never_helps():
+    pm = PerfModel(Cluster(4, 2, 8, FABRICS["pcie_25gbe"]))
+    for model in MODEL_NAMES:
+        values = [
+            pm.slowdown(model, 16, Level.NETWORK, CONGESTION[c].background)
+            for c in ("none", "moderate", "heavy")
+        ]
+        assert values == sorted(values)
+
+
+def test_time_varying_congestion():
+    c = Congestion("x", schedule=((0.0, 0.1), (10.0, 0.5)), period=20.0)
+    assert c.at(0) == 0.1 and c.at(9.9) == 0.1 and c.at(10) == 0.5 and c.at(25) == 0.1
+    assert c.next_change(0) == 10.0 and c.next_change(10) == 20.0 and c.next_change(21) == 30.0
+    assert CONGESTION["diurnal"].at(3 * 3600) == 0.2
+    with pytest.raises(ValueError, match="background fraction"):
+        Congestion("bad", 1.2)
+
+
+def test_fabric_round_trip_and_validation():
+    f = FABRICS["pcie_25gbe"]
+    assert fabric_from_dict(f.to_dict()) == f
+    with pytest.raises(ValueError, match="bandwidth"):
+        Link(0, 1e-6)
+    with pytest.raises(ValueError, match="algorithm"):
+        Fabric("x", Link(1, 0), Link(1, 0), Link(1, 0), algorithm="tree")
