@@ -1,0 +1,37 @@
+"""The three things a scheduler can do at a decision point."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ddl_gym.perf import Level
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """No more actions now: time advances to the next event."""
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Start pending job ``job`` (its index) on the tightest placement whose
+    span is at most ``level`` (machine < rack < network)."""
+
+    job: int
+    level: Level = Level.NETWORK
+
+
+@dataclass(frozen=True, slots=True)
+class Preempt:
+    """Checkpoint running job ``job`` and return it to the queue."""
+
+    job: int
+
+
+Action = Wait | Place | Preempt
+
+WAIT = Wait()
+
+
+class InvalidAction(ValueError):
+    """An action that is not valid in the current state; nothing was changed."""

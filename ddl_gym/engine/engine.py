@@ -1,0 +1,520 @@
+"""Exact event-driven simulation of a GPU cluster running DDL jobs.
+
+Time is continuous (seconds); nothing happens between events. Events, in the
+order they are handled when they fall at the same instant:
+
+``COMPLETION`` < ``CONGESTION`` (background traffic changes) < ``ARRIVAL`` <
+``LEASE`` (a running job's lease expires) < ``WAKE`` (a policy's timer) <
+``TICK`` (periodic, while jobs wait).
+
+After all events of an instant are handled the engine stops at a *decision
+point*: a policy applies actions (``place``, ``preempt``) one at a time, then
+``advance()`` (the ``Wait`` action) moves time to the next event.
+
+A running job makes ``gpus / t_iter`` iterations of single-GPU work per second
+(linear scaling, as in the seed), where ``t_iter`` comes from the performance
+model and changes only at events: when a job that crosses racks starts or
+stops, the jobs sharing its rack uplinks are re-rated, and when the
+background congestion changes, every cross-rack job is. A preempted job pays
+``restore_s_per_gpu * gpus`` seconds without progress when it next starts
+(checkpoint and restore; the seed charges 1 s per GPU).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import insort
+from collections.abc import Sequence
+
+import pandas as pd
+
+from ddl_gym.engine.actions import WAIT, Action, InvalidAction, Place, Preempt, Wait
+from ddl_gym.engine.job import Job, Status
+from ddl_gym.engine.packer import find_placement
+from ddl_gym.perf import Level, PerfModel, shape_of
+from ddl_gym.profiles import get_profile
+from ddl_gym.topology import Cluster, Congestion, get_cluster, get_congestion
+
+COMPLETION, CONGESTION, ARRIVAL, LEASE, WAKE, TICK = range(6)
+EVENT_NAMES = ("completion", "congestion", "arrival", "lease", "wake", "tick")
+
+
+class StalledError(RuntimeError):
+    """Jobs wait but nothing can ever happen again (the policy never places)."""
+
+
+def _trace_frame(trace) -> tuple[pd.DataFrame, str]:
+    if isinstance(trace, pd.DataFrame):
+        return trace, "<DataFrame>"
+    return trace.jobs, str(getattr(trace, "source", None) or getattr(trace, "name", "<trace>"))
+
+
+class Engine:
+    """The simulator. Build one per run; ``reset()`` starts it over.
+
+    Args:
+        trace: a ``Trace`` or a DataFrame in the trace schema.
+        cluster: a ``Cluster`` or the name of a cluster preset.
+        congestion: background traffic on rack uplinks: a preset name
+            (``none``, ``moderate``, ``heavy``, ``diurnal``), a fraction or a
+            ``Congestion``.
+        lease_s: GPU lease length; each running job's lease expires every
+            ``lease_s`` seconds of running, a decision point at which policies
+            may preempt it (``None``: no leases).
+        tick_s: a decision point every ``tick_s`` seconds while jobs wait
+            (``None``: only at events).
+        restore_s_per_gpu: preemption cost, paid at the next start.
+        clairvoyant: whether policies may read remaining work.
+        record_series: keep the cluster time series (utilisation, queue).
+    """
+
+    def __init__(
+        self,
+        trace,
+        cluster: Cluster | str = "seed64",
+        *,
+        congestion: str | float | Congestion = "none",
+        lease_s: float | None = None,
+        tick_s: float | None = None,
+        restore_s_per_gpu: float = 1.0,
+        clairvoyant: bool = True,
+        record_series: bool = True,
+    ) -> None:
+        self.cluster = get_cluster(cluster)
+        self.congestion = get_congestion(congestion)
+        for name, value in (("lease_s", lease_s), ("tick_s", tick_s)):
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be positive or None, got {value}")
+        if restore_s_per_gpu < 0:
+            raise ValueError(f"restore_s_per_gpu must be >= 0, got {restore_s_per_gpu}")
+        self.lease_s = lease_s
+        self.tick_s = tick_s
+        self.restore_s_per_gpu = restore_s_per_gpu
+        self.clairvoyant = clairvoyant
+        self.record_series = record_series
+        self.perf = PerfModel(self.cluster)
+        self.trace = trace
+        frame, self.trace_source = _trace_frame(trace)
+        self._columns = self._read_trace(frame)
+        self.reset()
+
+    def _read_trace(self, df: pd.DataFrame) -> tuple[list, ...]:
+        missing = [
+            c
+            for c in ("job_id", "arrival_s", "gpus", "model", "iterations", "iter_time_s")
+            if c not in df.columns
+        ]
+        if missing:
+            raise ValueError(f"{self.trace_source}: missing column(s) {', '.join(missing)}")
+        columns = (
+            [str(x) for x in df["job_id"]],
+            [float(x) for x in df["arrival_s"]],
+            [int(x) for x in df["gpus"]],
+            [str(x) for x in df["model"]],
+            [float(x) for x in df["iterations"]],
+            [float(x) for x in df["iter_time_s"]],
+        )
+        total = self.cluster.num_gpus
+        for row, (gpus, model) in enumerate(zip(columns[2], columns[3], strict=True), start=1):
+            if gpus < 1 or gpus > total:
+                raise ValueError(
+                    f"{self.trace_source}: row {row}: field 'gpus': job asks for {gpus} GPUs; "
+                    f"the cluster has {total} ({self.cluster.describe()})"
+                )
+            get_profile(model)  # unknown models fail here, before the run
+        return columns
+
+    # -- lifecycle ---------------------------------------------------------
+    def reset(self) -> None:
+        c = self.cluster
+        ids, arrivals, gpus, models, iterations, t_compute = self._columns
+        self.jobs: list[Job] = [
+            Job(i, ids[i], arrivals[i], gpus[i], models[i], iterations[i], t_compute[i])
+            for i in range(len(ids))
+        ]
+        self.now = min(arrivals) if arrivals else 0.0
+        self.free = [c.gpus_per_server] * c.num_servers
+        self.rack_free = [c.gpus_per_rack] * c.racks
+        self.total_free = c.num_gpus
+        self.uplink_jobs: list[set[int]] = [set() for _ in range(c.racks)]
+        self.pending: list[Job] = []  # ordered by (arrival, index)
+        self._pending_keys: list[tuple[float, int]] = []
+        self.running: dict[int, Job] = {}
+        self.n_done = 0
+        self.background = self.congestion.at(self.now)
+        self._uplink_alpha = self.perf.uplink_latency(self.background)
+        self._heap: list[tuple[float, int, int, int, int]] = []
+        self._seq = 0
+        self._tick_at: float | None = None
+        self.lease_expired: list[Job] = []
+        self.events_now: list[tuple[str, int]] = []
+        self.series: list[tuple[float, int, int, int, float]] = []
+        for job in self.jobs:
+            self._push(job.arrival, ARRIVAL, job.index)
+        change = self.congestion.next_change(self.now)
+        if change is not None:
+            self._push(change, CONGESTION, -1)
+        self._process_next_instant()
+
+    @property
+    def done(self) -> bool:
+        return self.n_done == len(self.jobs)
+
+    # -- events ------------------------------------------------------------
+    def _push(self, t: float, kind: int, job: int, version: int = 0) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, kind, self._seq, job, version))
+
+    def next_event_time(self) -> float | None:
+        self._drop_stale()
+        return self._heap[0][0] if self._heap else None
+
+    def _drop_stale(self) -> None:
+        heap = self._heap
+        while heap:
+            t, kind, _, j, version = heap[0]
+            if kind == COMPLETION or kind == LEASE:
+                job = self.jobs[j]
+                current = job.version if kind == COMPLETION else job.lease_version
+                if job.status != Status.RUNNING or version != current:
+                    heapq.heappop(heap)
+                    continue
+            elif kind == TICK and t != self._tick_at:
+                heapq.heappop(heap)
+                continue
+            elif kind == CONGESTION and self.done:
+                heapq.heappop(heap)
+                continue
+            break
+
+    def advance(self) -> bool:
+        """The ``Wait`` action: handle every event of the next instant.
+
+        Returns False when nothing is left to happen (all jobs done). Raises
+        ``StalledError`` when jobs wait and no event can ever come.
+        """
+        if self.done:
+            return False
+        self._drop_stale()
+        if not self._heap:
+            if self.tick_s is None:
+                raise StalledError(
+                    f"t={self.now:.6g}s: {len(self.pending)} job(s) wait, none runs and no "
+                    "event is due: the policy waited where it had to place"
+                )
+            self._schedule_tick(force=True)
+        self._process_next_instant()
+        return True
+
+    def _process_next_instant(self) -> None:
+        self._drop_stale()
+        self.lease_expired = []
+        self.events_now = []
+        if not self._heap:
+            return
+        t = self._heap[0][0]
+        if t < self.now:
+            raise AssertionError(f"time went back: {t} < {self.now}")
+        self.now = t
+        heap = self._heap
+        while heap and heap[0][0] == t:
+            _, kind, _, j, version = heapq.heappop(heap)
+            if kind == COMPLETION:
+                job = self.jobs[j]
+                if job.status == Status.RUNNING and version == job.version:
+                    self._complete(job)
+            elif kind == ARRIVAL:
+                job = self.jobs[j]
+                job.status = Status.PENDING
+                job.queued_since = t
+                self._enqueue(job)
+                self.events_now.append(("arrival", j))
+            elif kind == LEASE:
+                job = self.jobs[j]
+                if job.status == Status.RUNNING and version == job.lease_version:
+                    self.lease_expired.append(job)
+                    self.events_now.append(("lease", j))
+                    job.lease_version += 1
+                    self._push(t + self.lease_s, LEASE, j, job.lease_version)
+            elif kind == CONGESTION:
+                self._set_background(self.congestion.at(t))
+                change = self.congestion.next_change(t)
+                if change is not None:
+                    self._push(change, CONGESTION, -1)
+                self.events_now.append(("congestion", -1))
+            elif kind == WAKE:
+                self.events_now.append(("wake", j))
+            elif kind == TICK:
+                if t == self._tick_at:
+                    self._tick_at = None
+                    self.events_now.append(("tick", -1))
+        self._schedule_tick()
+        if self.record_series:
+            self._record()
+
+    def _schedule_tick(self, force: bool = False) -> None:
+        if self.tick_s is None or self._tick_at is not None:
+            return
+        if self.pending or force:
+            self._tick_at = self.now + self.tick_s
+            self._push(self._tick_at, TICK, -1)
+
+    def wake_at(self, t: float) -> None:
+        """Ask for a decision point at time ``t`` (a policy's timer)."""
+        if not t > self.now:
+            raise InvalidAction(f"wake-up time {t} is not after now ({self.now})")
+        self._push(t, WAKE, -1)
+
+    def _record(self) -> None:
+        used = self.cluster.num_gpus - self.total_free
+        self.series.append((self.now, used, len(self.pending), len(self.running), self.background))
+
+    # -- queue -------------------------------------------------------------
+    def _enqueue(self, job: Job) -> None:
+        key = (job.arrival, job.index)
+        if not self._pending_keys or key > self._pending_keys[-1]:
+            self._pending_keys.append(key)
+            self.pending.append(job)
+        else:
+            insort(self._pending_keys, key)
+            pos = self._pending_keys.index(key)
+            self.pending.insert(pos, job)
+
+    def _dequeue(self, job: Job) -> None:
+        pos = self.pending.index(job)
+        del self.pending[pos]
+        del self._pending_keys[pos]
+
+    # -- progress and rates ------------------------------------------------
+    def _settle(self, job: Job) -> None:
+        """Bring a running job's progress and accounting up to now."""
+        now = self.now
+        start = job.last_update
+        if job.busy_until > start:
+            upto = min(now, job.busy_until)
+            job.overhead_time += upto - start
+            start = upto
+        dt = now - start
+        if dt > 0:
+            job.progress = min(job.iterations, job.progress + job.rate * dt)
+            job.compute_time += dt * job.t_compute / job.t_iter
+            job.comm_time += dt * job.exposed / job.t_iter
+        job.last_update = now
+
+    def _rate(self, job: Job) -> None:
+        """Recompute a running job's iteration time and its completion event."""
+        shape = job.shape
+        if shape.r > 1:
+            share = self.perf.uplink_share
+            bw = min(share(self.background, len(self.uplink_jobs[r])) for r in job.racks)
+            ar = self.perf.allreduce_time(job.model, shape, bw, self._uplink_alpha)
+        else:
+            ar = self.perf.allreduce_time(job.model, shape)
+        exposed = self.perf.exposed_comm(job.model, job.t_compute, ar)
+        job.exposed = exposed
+        job.t_iter = job.t_compute + exposed
+        job.rate = job.gpus / job.t_iter
+        job.version += 1
+        begin = max(self.now, job.busy_until)
+        finish = begin + (job.iterations - job.progress) / job.rate
+        self._push(finish, COMPLETION, job.index, job.version)
+
+    def _rerate_uplinks(self, racks: Sequence[int], skip: int = -1) -> None:
+        affected: set[int] = set()
+        for r in racks:
+            affected |= self.uplink_jobs[r]
+        affected.discard(skip)
+        for j in sorted(affected):  # sorted: same event order on every run
+            job = self.jobs[j]
+            self._settle(job)
+            self._rate(job)
+
+    def _set_background(self, fraction: float) -> None:
+        if fraction == self.background:
+            return
+        for j in sorted(self.running):
+            job = self.jobs[j]
+            if job.shape.r > 1:
+                self._settle(job)
+        self.background = fraction
+        self._uplink_alpha = self.perf.uplink_latency(fraction)
+        for j in sorted(self.running):
+            job = self.jobs[j]
+            if job.shape.r > 1:
+                self._rate(job)
+
+    # -- actions -----------------------------------------------------------
+    def placement_for(self, job: Job, level: Level) -> list[tuple[int, int]] | None:
+        c = self.cluster
+        if job.gpus > self.total_free:
+            return None
+        return find_placement(
+            self.free, self.rack_free, c.servers_per_rack, c.gpus_per_server, job.gpus, level
+        )
+
+    def check(self, action: Action) -> str | None:
+        """Why ``action`` is invalid now, or None if it is valid."""
+        if isinstance(action, Wait):
+            return None
+        n = len(self.jobs)
+        if isinstance(action, Place):
+            if not 0 <= action.job < n:
+                return f"no job {action.job}"
+            job = self.jobs[action.job]
+            if job.status != Status.PENDING:
+                return f"job {job.job_id} is {job.status.name.lower()}, not pending"
+            try:
+                level = Level(action.level)
+            except ValueError:
+                return f"unknown level {action.level!r}"
+            if self.placement_for(job, level) is None:
+                return f"no free placement for {job.gpus} GPUs within one {level.name.lower()}"
+            return None
+        if isinstance(action, Preempt):
+            if not 0 <= action.job < n:
+                return f"no job {action.job}"
+            job = self.jobs[action.job]
+            if job.status != Status.RUNNING:
+                return f"job {job.job_id} is {job.status.name.lower()}, not running"
+            return None
+        return f"not an action: {action!r}"
+
+    def apply(self, action: Action) -> None:
+        """Apply one action; raise ``InvalidAction`` (state untouched) if invalid.
+
+        ``Wait`` is ``advance()``.
+        """
+        if isinstance(action, Wait):
+            self.advance()
+        elif isinstance(action, Place):
+            self.place(action.job, action.level)
+        elif isinstance(action, Preempt):
+            self.preempt(action.job)
+        else:
+            raise InvalidAction(f"not an action: {action!r}")
+
+    def place(self, index: int, level: Level = Level.NETWORK) -> tuple[tuple[int, int], ...]:
+        """Start pending job ``index`` within ``level``; returns its placement."""
+        if not 0 <= index < len(self.jobs):
+            raise InvalidAction(f"no job {index}")
+        job = self.jobs[index]
+        if job.status != Status.PENDING:
+            raise InvalidAction(f"job {job.job_id} is {job.status.name.lower()}, not pending")
+        placement = self.placement_for(job, Level(level))
+        if placement is None:
+            raise InvalidAction(
+                f"no free placement for job {job.job_id} ({job.gpus} GPUs) within one "
+                f"{Level(level).name.lower()}"
+            )
+        self._start(job, tuple(placement))
+        return job.placement
+
+    def _start(self, job: Job, placement: tuple[tuple[int, int], ...]) -> None:
+        c = self.cluster
+        now = self.now
+        S = c.servers_per_rack
+        for server, g in placement:
+            self.free[server] -= g
+            self.rack_free[server // S] -= g
+        self.total_free -= job.gpus
+        self._dequeue(job)
+        job.status = Status.RUNNING
+        job.placement = placement
+        job.shape = shape = shape_of(placement, S)
+        job.level = shape.level
+        job.racks = tuple(sorted({s // S for s, _ in placement}))
+        job.queued_time += now - job.queued_since
+        if math.isnan(job.first_start):
+            job.first_start = now
+        job.started_at = now
+        job.last_update = now
+        job.busy_until = now + job.restore_debt
+        job.restore_debt = 0.0
+        job.starts_per_level[shape.level] += 1
+        self.running[job.index] = job
+        if shape.r > 1:
+            for r in job.racks:
+                self.uplink_jobs[r].add(job.index)
+            self._rerate_uplinks(job.racks, skip=job.index)
+        self._rate(job)
+        if self.lease_s is not None:
+            job.lease_version += 1
+            self._push(now + self.lease_s, LEASE, job.index, job.lease_version)
+
+    def _stop(self, job: Job) -> None:
+        self._settle(job)
+        S = self.cluster.servers_per_rack
+        for server, g in job.placement:
+            self.free[server] += g
+            self.rack_free[server // S] += g
+        self.total_free += job.gpus
+        held = self.now - job.started_at
+        job.run_time += held
+        job.attained += held * job.gpus
+        del self.running[job.index]
+        job.version += 1  # drops its completion event
+        job.lease_version += 1
+        if job.shape.r > 1:
+            for r in job.racks:
+                self.uplink_jobs[r].discard(job.index)
+            self._rerate_uplinks(job.racks)
+
+    def preempt(self, index: int) -> None:
+        """Checkpoint running job ``index`` and put it back in the queue."""
+        if not 0 <= index < len(self.jobs):
+            raise InvalidAction(f"no job {index}")
+        job = self.jobs[index]
+        if job.status != Status.RUNNING:
+            raise InvalidAction(f"job {job.job_id} is {job.status.name.lower()}, not running")
+        self._stop(job)
+        # a restore debt not yet paid is still owed, on top of this checkpoint
+        unpaid = max(0.0, job.busy_until - self.now)
+        job.restore_debt = unpaid + self.restore_s_per_gpu * job.gpus
+        job.status = Status.PENDING
+        job.queued_since = self.now
+        job.preemptions += 1
+        job.placement = ()
+        job.rate = 0.0
+        self._enqueue(job)
+
+    def _complete(self, job: Job) -> None:
+        self._stop(job)
+        job.progress = job.iterations
+        job.status = Status.DONE
+        job.end = self.now
+        self.n_done += 1
+        self.events_now.append(("completion", job.index))
+
+    # -- queries -----------------------------------------------------------
+    def remaining_iterations(self, job: Job) -> float:
+        """Iterations left, as of now."""
+        if job.status == Status.RUNNING:
+            start = max(job.last_update, job.busy_until)
+            return max(0.0, job.iterations - job.progress - job.rate * max(0.0, self.now - start))
+        return job.iterations - job.progress
+
+    def result(self):
+        from ddl_gym.engine.metrics import build_result
+
+        return build_result(self)
+
+
+def run_policy(engine: Engine, policy, max_actions_per_instant: int = 1_000_000) -> None:
+    """Drive ``engine`` to the end with ``policy`` (see ``simulate``)."""
+    from ddl_gym.engine.view import EngineView
+
+    view = EngineView(engine)
+    act = policy.act
+    while not engine.done:
+        for _ in range(max_actions_per_instant):
+            action = act(view)
+            if action is WAIT or isinstance(action, Wait):
+                break
+            engine.apply(action)
+        else:
+            raise RuntimeError(
+                f"policy {type(policy).__name__} took {max_actions_per_instant} actions "
+                f"at t={engine.now} without waiting"
+            )
+        engine.advance()

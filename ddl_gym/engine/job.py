@@ -1,0 +1,125 @@
+"""Per-job simulation state (plain slots object: the engine's hot loop reads
+and writes these fields directly, without pandas)."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from ddl_gym.perf import Level, Shape
+
+
+class Status(IntEnum):
+    FUTURE = 0  # not arrived yet
+    PENDING = 1
+    RUNNING = 2
+    DONE = 3
+
+
+class Job:
+    """One job of the trace. Policies must treat it as read-only."""
+
+    __slots__ = (
+        # from the trace
+        "index",
+        "job_id",
+        "arrival",
+        "gpus",
+        "model",
+        "iterations",
+        "t_compute",
+        # state
+        "status",
+        "progress",
+        "last_update",
+        "rate",
+        "t_iter",
+        "exposed",
+        "placement",
+        "shape",
+        "level",
+        "racks",
+        "busy_until",
+        "restore_debt",
+        "queued_since",
+        "started_at",
+        "version",
+        "lease_version",
+        # accounting
+        "first_start",
+        "end",
+        "queued_time",
+        "run_time",
+        "compute_time",
+        "comm_time",
+        "overhead_time",
+        "attained",
+        "preemptions",
+        "starts_per_level",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        job_id: str,
+        arrival: float,
+        gpus: int,
+        model: str,
+        iterations: float,
+        t_compute: float,
+    ) -> None:
+        self.index = index
+        self.job_id = job_id
+        self.arrival = arrival
+        self.gpus = gpus
+        self.model = model
+        self.iterations = iterations
+        self.t_compute = t_compute
+        self.status = Status.FUTURE
+        self.progress = 0.0
+        self.last_update = arrival
+        self.rate = 0.0
+        self.t_iter = t_compute
+        self.exposed = 0.0
+        self.placement: tuple[tuple[int, int], ...] = ()
+        self.shape: Shape | None = None
+        self.level: Level | None = None
+        self.racks: tuple[int, ...] = ()
+        self.busy_until = 0.0
+        self.restore_debt = 0.0
+        self.queued_since = arrival
+        self.started_at = 0.0
+        self.version = 0
+        self.lease_version = 0
+        self.first_start = float("nan")
+        self.end = float("nan")
+        self.queued_time = 0.0
+        self.run_time = 0.0
+        self.compute_time = 0.0
+        self.comm_time = 0.0
+        self.overhead_time = 0.0
+        self.attained = 0.0
+        self.preemptions = 0
+        self.starts_per_level = [0, 0, 0]
+
+    @property
+    def work(self) -> float:
+        """Single-GPU seconds of compute the job needs in all."""
+        return self.iterations * self.t_compute
+
+    @property
+    def slowdown(self) -> float:
+        """Current ``t_iter / t_compute`` (1 for a pending job)."""
+        return self.t_iter / self.t_compute if self.status == Status.RUNNING else 1.0
+
+    @property
+    def efficiency(self) -> float:
+        """Time-averaged compute / (compute + exposed comm); 0 before any run
+        (so that, as in the seed, new jobs come first in re-offers)."""
+        busy = self.compute_time + self.comm_time
+        return self.compute_time / busy if busy > 0 else 0.0
+
+    def __repr__(self) -> str:
+        return (
+            f"Job({self.index}, id={self.job_id!r}, gpus={self.gpus}, model={self.model}, "
+            f"status={self.status.name})"
+        )

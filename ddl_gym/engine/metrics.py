@@ -1,0 +1,120 @@
+"""Per-job table, cluster series and summary metrics of a finished run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ddl_gym.perf import Level
+
+JOB_COLUMNS = (
+    "job_id",
+    "model",
+    "gpus",
+    "arrival_s",
+    "start_s",
+    "end_s",
+    "jct_s",
+    "queueing_s",
+    "run_s",
+    "gpu_time_s",
+    "compute_s",
+    "comm_s",
+    "overhead_s",
+    "ideal_s",
+    "preemptions",
+    "level",
+    "starts_machine",
+    "starts_rack",
+    "starts_network",
+)
+
+
+@dataclass
+class Result:
+    """Outcome of a simulation.
+
+    Attributes:
+        jobs: one row per job (``JOB_COLUMNS``). ``comm_s`` is wall time spent
+            in exposed all-reduce, ``overhead_s`` in checkpoint/restore,
+            ``ideal_s`` the run time with no communication at all;
+            ``level`` is the level of the job's last placement.
+        series: cluster state after every event instant: time, used GPUs,
+            queue length, running jobs, background traffic.
+        summary: the headline metrics (see ``summarize``).
+    """
+
+    jobs: pd.DataFrame
+    series: pd.DataFrame
+    summary: dict[str, float] = field(default_factory=dict)
+
+
+def summarize(jobs: pd.DataFrame, series: pd.DataFrame, num_gpus: int) -> dict[str, float]:
+    done = jobs[jobs["end_s"].notna()]
+    jct = done["jct_s"].to_numpy()
+    start = jobs["arrival_s"].min() if len(jobs) else 0.0
+    end = done["end_s"].max() if len(done) else start
+    makespan = float(end - start)
+    busy = float(jobs["gpu_time_s"].sum())
+    compute = float(done["compute_s"].sum())
+    comm = float(done["comm_s"].sum())
+
+    def pct(q: float) -> float:
+        return float(np.percentile(jct, q)) if len(jct) else float("nan")
+
+    return {
+        "jobs": float(len(jobs)),
+        "completed": float(len(done)),
+        "makespan_s": makespan,
+        "mean_jct_s": float(jct.mean()) if len(jct) else float("nan"),
+        "p50_jct_s": pct(50),
+        "p95_jct_s": pct(95),
+        "p99_jct_s": pct(99),
+        "mean_queueing_s": float(done["queueing_s"].mean()) if len(done) else float("nan"),
+        "p95_queueing_s": float(np.percentile(done["queueing_s"], 95))
+        if len(done)
+        else float("nan"),
+        "comm_s": comm,
+        # exposed all-reduce time over time computing: the communication overhead
+        "comm_overhead": comm / compute if compute > 0 else 0.0,
+        "comm_gpu_h": float((done["comm_s"] * done["gpus"]).sum()) / 3600.0,
+        "gpu_utilization": busy / (num_gpus * makespan) if makespan > 0 else 0.0,
+        "preemptions": float(jobs["preemptions"].sum()),
+        "alloc_machine": float(jobs["starts_machine"].sum()),
+        "alloc_rack": float(jobs["starts_rack"].sum()),
+        "alloc_network": float(jobs["starts_network"].sum()),
+    }
+
+
+def build_result(engine) -> Result:
+    rows = []
+    for j in engine.jobs:
+        level = Level(j.level).name.lower() if j.level is not None else ""
+        rows.append(
+            (
+                j.job_id,
+                j.model,
+                j.gpus,
+                j.arrival,
+                j.first_start,
+                j.end,
+                j.end - j.arrival,
+                j.queued_time,
+                j.run_time,
+                j.attained,
+                j.compute_time,
+                j.comm_time,
+                j.overhead_time,
+                j.work / j.gpus,
+                j.preemptions,
+                level,
+                *j.starts_per_level,
+            )
+        )
+    jobs = pd.DataFrame(rows, columns=list(JOB_COLUMNS))
+    series = pd.DataFrame(
+        engine.series, columns=["time_s", "used_gpus", "queue_length", "running", "background"]
+    )
+    return Result(jobs, series, summarize(jobs, series, engine.cluster.num_gpus))

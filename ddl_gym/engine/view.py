@@ -1,0 +1,137 @@
+"""Read-only view of the engine for policies.
+
+Heuristics and learned agents see the cluster through this view and act
+through the engine's actions, in ``simulate()`` and in the env alike. The job
+objects it hands out are the engine's own: read them, never write them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ddl_gym.engine.engine import Engine
+from ddl_gym.engine.job import Job, Status
+from ddl_gym.perf import Level, PerfModel
+from ddl_gym.topology import Cluster
+
+
+class EngineView:
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    # -- time and configuration -------------------------------------------
+    @property
+    def now(self) -> float:
+        return self._engine.now
+
+    @property
+    def cluster(self) -> Cluster:
+        return self._engine.cluster
+
+    @property
+    def perf(self) -> PerfModel:
+        return self._engine.perf
+
+    @property
+    def background(self) -> float:
+        """Current background traffic on rack uplinks (fraction of capacity)."""
+        return self._engine.background
+
+    @property
+    def lease_s(self) -> float | None:
+        return self._engine.lease_s
+
+    @property
+    def restore_s_per_gpu(self) -> float:
+        return self._engine.restore_s_per_gpu
+
+    @property
+    def clairvoyant(self) -> bool:
+        return self._engine.clairvoyant
+
+    # -- jobs --------------------------------------------------------------
+    @property
+    def pending(self) -> Sequence[Job]:
+        """Waiting jobs in arrival order (preempted jobs keep their place)."""
+        return self._engine.pending
+
+    @property
+    def running(self) -> Sequence[Job]:
+        """Running jobs in start order."""
+        return tuple(self._engine.running.values())
+
+    @property
+    def n_running(self) -> int:
+        return len(self._engine.running)
+
+    @property
+    def jobs(self) -> Sequence[Job]:
+        return self._engine.jobs
+
+    def job(self, index: int) -> Job:
+        return self._engine.jobs[index]
+
+    @property
+    def n_done(self) -> int:
+        return self._engine.n_done
+
+    @property
+    def done(self) -> bool:
+        return self._engine.done
+
+    @property
+    def lease_expired(self) -> Sequence[Job]:
+        """Running jobs whose lease expired at this instant."""
+        return tuple(self._engine.lease_expired)
+
+    @property
+    def events(self) -> Sequence[tuple[str, int]]:
+        """What happened at this instant: ``(kind, job index or -1)``."""
+        return tuple(self._engine.events_now)
+
+    def waited(self, job: Job) -> float:
+        """Seconds since the job's last resource change (arrival or preemption)."""
+        return self._engine.now - job.queued_since if job.status == Status.PENDING else 0.0
+
+    def remaining_work(self, job: Job) -> float:
+        """Single-GPU seconds of work left; only when the scenario is clairvoyant."""
+        if not self._engine.clairvoyant:
+            raise PermissionError("remaining work is hidden: the scenario is not clairvoyant")
+        return self._engine.remaining_iterations(job) * job.t_compute
+
+    # -- resources ---------------------------------------------------------
+    @property
+    def free_per_server(self) -> Sequence[int]:
+        return tuple(self._engine.free)
+
+    @property
+    def free_per_rack(self) -> Sequence[int]:
+        return tuple(self._engine.rack_free)
+
+    @property
+    def total_free(self) -> int:
+        return self._engine.total_free
+
+    def uplink_jobs(self, rack: int) -> int:
+        """Cross-rack jobs now sharing the uplink of ``rack``."""
+        return len(self._engine.uplink_jobs[rack])
+
+    def can_place(self, job: Job, level: Level) -> bool:
+        return job.status == Status.PENDING and self._engine.placement_for(job, level) is not None
+
+    def placement_for(self, job: Job, level: Level) -> list[tuple[int, int]] | None:
+        """The placement ``Place(job, level)`` would get now (or None)."""
+        return self._engine.placement_for(job, level)
+
+    def predicted_slowdown(self, job: Job, level: Level) -> float | None:
+        """Model prediction of ``t_iter / t_compute`` at the tightest shape of
+        ``level``, under the current background traffic."""
+        return self._engine.perf.slowdown(
+            job.model, job.gpus, level, self._engine.background, job.t_compute
+        )
+
+    def wake_at(self, t: float) -> None:
+        """Ask for a decision point at ``t`` (e.g. when a delay timer fires)."""
+        self._engine.wake_at(t)
