@@ -17,8 +17,10 @@ Fabric presets are data; ``fabric_from_dict`` reads a saved (e.g. fitted) one.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Literal
 
 GB = 1e9
@@ -140,15 +142,45 @@ FABRICS: dict[str, Fabric] = {
 }
 
 
-def get_fabric(fabric: str | Fabric) -> Fabric:
+# Saved presets (e.g. fitted by ``ddl_gym.calibrate``) ship as JSON here.
+SAVED_FABRICS_DIR = Path(__file__).parent / "fabrics"
+
+
+def saved_fabric_names() -> list[str]:
+    return sorted(p.stem for p in SAVED_FABRICS_DIR.glob("*.json"))
+
+
+def load_fabric(path: str | Path) -> Fabric:
+    """Read a fabric saved with ``save_fabric`` (or written by hand)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+        return fabric_from_dict(data)
+    except (OSError, json.JSONDecodeError, TypeError, KeyError, ValueError) as err:
+        raise ValueError(f"{path}: not a valid fabric file: {err}") from err
+
+
+def save_fabric(fabric: Fabric, path: str | Path) -> Path:
+    path = Path(path)
+    path.write_text(json.dumps(fabric.to_dict(), indent=2) + "\n")
+    return path
+
+
+def get_fabric(fabric: str | Path | Fabric) -> Fabric:
+    """A fabric by preset name, saved-preset name (``ddl_gym/fabrics/*.json``)
+    or path to a JSON file."""
     if isinstance(fabric, Fabric):
         return fabric
-    try:
-        return FABRICS[fabric]
-    except KeyError:
-        raise ValueError(
-            f"unknown fabric {fabric!r}; known fabrics: {', '.join(FABRICS)}"
-        ) from None
+    name = str(fabric)
+    if name in FABRICS:
+        return FABRICS[name]
+    saved = SAVED_FABRICS_DIR / f"{name}.json"
+    if saved.is_file():
+        return load_fabric(saved)
+    if name.endswith(".json") and Path(name).is_file():
+        return load_fabric(name)
+    known = ", ".join(list(FABRICS) + saved_fabric_names())
+    raise ValueError(f"unknown fabric {name!r}; known fabrics: {known} (or a .json path)")
 
 
 @dataclass(frozen=True)

@@ -193,3 +193,16 @@ def test_fabric_round_trip_and_validation():
         Link(0, 1e-6)
     with pytest.raises(ValueError, match="algorithm"):
         Fabric("x", Link(1, 0), Link(1, 0), Link(1, 0), algorithm="tree")
+
+
+def test_fabric_by_path_and_bad_file(tmp_path):
+    from ddl_gym.topology import get_fabric, save_fabric
+
+    path = save_fabric(FABRICS["seed"], tmp_path / "mine.json")
+    assert get_fabric(str(path)) == FABRICS["seed"]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"name": "x"}')
+    with pytest.raises(ValueError, match="bad.json"):
+        get_fabric(str(bad))
+    with pytest.raises(ValueError, match="unknown fabric"):
+        get_fabric("nope")
