@@ -1,0 +1,147 @@
+"""Format detection, the ``load_trace`` dispatcher and data-dir discovery."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from ._io import read_csv_header, read_csv_raw
+from .alibaba import REQUIRED as _ALIBABA
+from .alibaba import load_alibaba
+from .dally import REQUIRED as _DALLY
+from .dally import load_dally
+from .philly import REQUIRED as _PHILLY
+from .philly import load_philly
+from .pollux import REQUIRED as _POLLUX
+from .pollux import load_pollux
+from .schema import SCHEMA_COLUMNS, Trace, TraceError, make_trace
+from .tiresias import REQUIRED as _TIRESIAS
+from .tiresias import load_tiresias
+
+__all__ = [
+    "FAMILIES",
+    "detect_family",
+    "discover_traces",
+    "find_data_dir",
+    "load_normalised",
+    "load_trace",
+    "save_trace",
+]
+
+DATA_ENV_VAR = "DDL_GYM_DATA"
+
+
+def load_normalised(path: str | Path) -> Trace:
+    """Load a CSV already in the normalised schema (as written by save_trace)."""
+    src = str(path)
+    raw, rows = read_csv_raw(path)
+    return make_trace(Path(path).stem, raw, src, rows)
+
+
+def save_trace(trace: Trace, path: str | Path) -> None:
+    """Write ``trace.jobs`` as a CSV that :func:`load_trace` reads back."""
+    trace.jobs.to_csv(path, index=False, float_format="%.17g")
+
+
+# Family -> (loader, takes a seed). CSV families are told apart by header.
+FAMILIES: dict[str, tuple[Callable[..., Trace], bool]] = {
+    "dally": (load_dally, False),
+    "philly": (load_philly, True),
+    "pollux": (load_pollux, True),
+    "tiresias": (load_tiresias, False),
+    "alibaba": (load_alibaba, True),
+    "normalised": (load_normalised, False),
+}
+
+_CSV_SIGNATURES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("normalised", SCHEMA_COLUMNS),
+    ("alibaba", _ALIBABA),
+    ("tiresias", _TIRESIAS),
+    ("pollux", _POLLUX),
+    ("philly", _PHILLY),
+)
+
+
+def detect_family(path: str | Path) -> str | None:
+    """The trace family of ``path`` from its extension and columns, or None."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix == ".json":
+        try:
+            with open(p, encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        if isinstance(data, list) and data and isinstance(data[0], dict):
+            if set(_DALLY) <= set(data[0]):
+                return "dally"
+        return None
+    if suffix == ".csv":
+        header = set(read_csv_header(p))
+        for family, cols in _CSV_SIGNATURES:
+            if set(cols) <= header:
+                return family
+    return None
+
+
+def load_trace(path: str | Path, family: str | None = None, seed: int = 0, **kwargs) -> Trace:
+    """Load any supported trace file into the normalised schema.
+
+    ``family`` overrides detection. ``seed`` goes to the families that make
+    seeded choices (model assignment, Pollux work draws) and is ignored by the
+    others; other keyword arguments go to the family's loader.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"{p}: no such trace file")
+    fam = family or detect_family(p)
+    if fam is None:
+        header = read_csv_header(p) if p.suffix.lower() == ".csv" else []
+        raise TraceError(
+            f"{p}: not a recognised trace file (extension {p.suffix!r}, "
+            f"header columns {header}); known families: {sorted(FAMILIES)}"
+        )
+    if fam not in FAMILIES:
+        raise ValueError(f"unknown trace family {fam!r}; known: {sorted(FAMILIES)}")
+    loader, seeded = FAMILIES[fam]
+    if seeded:
+        kwargs["seed"] = seed
+    return loader(p, **kwargs)
+
+
+def discover_traces(data_dir: str | Path) -> dict[str, Path]:
+    """Every loadable job-trace file under ``data_dir``, keyed by relative name.
+
+    Keys are paths relative to ``data_dir`` without the suffix (e.g.
+    ``"traces/philly/philly_2017-11-13_to_2017-11-19"``). Files are kept only
+    if their format is recognised, so cluster specs, node lists, YARN samples
+    and the Philly VC table are left out.
+    """
+    root = Path(data_dir)
+    found: dict[str, Path] = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and p.suffix.lower() in (".csv", ".json") and detect_family(p):
+            found[p.relative_to(root).with_suffix("").as_posix()] = p
+    return found
+
+
+def _repo_root() -> Path:
+    """The folder holding pyproject.toml above this file, else the package's parent."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "pyproject.toml").is_file():
+            return parent
+    return here.parents[2]
+
+
+def find_data_dir() -> Path | None:
+    """The developers' data dir: $DDL_GYM_DATA, else <repo>/../shared/data, else None."""
+    env = os.environ.get(DATA_ENV_VAR)
+    if env:
+        p = Path(env).expanduser()
+        if p.is_dir():
+            return p
+    cand = _repo_root().parent / "shared" / "data"
+    return cand if cand.is_dir() else None

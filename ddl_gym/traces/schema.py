@@ -1,0 +1,428 @@
+"""Normalised job-trace schema, its validation, and the trace error types.
+
+Every adapter turns its source file into a :class:`Trace` whose ``jobs`` frame
+has exactly :data:`SCHEMA_COLUMNS` (plus any of :data:`OPTIONAL_COLUMNS`).
+
+Row numbers in error messages are 1-based *data* rows of the source file, as a
+spreadsheet would number them without the header line (for the seed's JSON
+traces: the 1-based position of the object in the top-level array).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "OPTIONAL_COLUMNS",
+    "SCHEMA_COLUMNS",
+    "Trace",
+    "TraceError",
+    "TraceWarning",
+    "canonical_model_names",
+    "reference_iter_time",
+    "validate",
+]
+
+SCHEMA_COLUMNS: tuple[str, ...] = (
+    "job_id",
+    "arrival_s",
+    "gpus",
+    "model",
+    "iterations",
+    "iter_time_s",
+)
+OPTIONAL_COLUMNS: tuple[str, ...] = ("duration_s", "user", "vc")
+
+# Fallback copy of the catalogue's names, used only for validation while
+# ddl_gym.profiles is not importable; the catalogue's MODEL_NAMES wins.
+_CANONICAL_MODELS: tuple[str, ...] = (
+    "resnet50",
+    "resnet18",
+    "alexnet",
+    "mobilenet_v3",
+    "vgg11",
+    "bert_large",
+    "vgg16",
+    "vgg19",
+    "resnet101",
+    "resnet152",
+    "inception_v3",
+    "inception_v4",
+    "googlenet",
+    "mobilenet_v2",
+    "bert_base",
+    "deepspeech2",
+    "yolov3",
+    "ncf",
+    "transformer",
+    "lstm_lm",
+    "recommendation",
+    "a3c",
+    "cyclegan",
+)
+
+# Spellings treated as "no value" in text files.
+_EMPTY_TOKENS = frozenset({"", "nan", "na", "n/a", "null", "none"})
+
+
+class TraceError(ValueError):
+    """A trace file or frame is malformed; the message names file, row, field."""
+
+
+class TraceWarning(UserWarning):
+    """A trace was repaired (e.g. sorted) or rows were skipped on purpose."""
+
+
+@dataclass(eq=False)
+class Trace:
+    """A job trace in the normalised schema.
+
+    ``source_rows`` (optional) holds the 1-based source-file row of each job,
+    aligned with ``jobs``, so later checks (e.g. ``check_fits``) can point
+    back into the file. ``dropped`` counts rows an adapter skipped, by reason.
+    The constructor does not validate; use :func:`validate` or an adapter.
+    """
+
+    name: str
+    jobs: pd.DataFrame
+    source: str | None = None
+    source_rows: np.ndarray | None = None
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    @property
+    def max_gpus(self) -> int:
+        return int(self.jobs["gpus"].max()) if len(self.jobs) else 0
+
+    def row_label(self, i: int) -> str:
+        """Where job ``i`` (position in ``jobs``) came from, for messages."""
+        job_id = self.jobs["job_id"].iloc[i]
+        if self.source_rows is not None:
+            return f"row {int(self.source_rows[i])} (job_id {job_id!r})"
+        return f"row {i + 1} of the trace (job_id {job_id!r})"
+
+
+# ---------------------------------------------------------------------------
+# Model catalogue access (lazy: ddl_gym.profiles is written separately)
+
+
+def canonical_model_names() -> tuple[str, ...]:
+    """Canonical model names: the catalogue's if importable, else the fallback."""
+    try:
+        from ddl_gym.profiles import MODEL_NAMES
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("ddl_gym.profiles", "ddl_gym"):
+            raise
+        return _CANONICAL_MODELS
+    return tuple(MODEL_NAMES)
+
+
+def reference_iter_time(model: str) -> float:
+    """The catalogue's reference single-GPU iteration time (s) for ``model``."""
+    from ddl_gym.profiles import get_profile
+
+    return float(get_profile(model).iter_time_s)
+
+
+# ---------------------------------------------------------------------------
+# Error helpers shared by the adapters
+
+
+def row_note(source: str) -> str:
+    """How rows are numbered in ``source``, appended to every row reference."""
+    if str(source).lower().endswith(".json"):
+        return "1-based position in the JSON array"
+    return "1-based data row, header not counted"
+
+
+def where(source: str, row: int, field_name: str) -> str:
+    return f"{source}: row {row} ({row_note(source)}), field {field_name!r}"
+
+
+def raise_at(
+    source: str,
+    rows: np.ndarray,
+    bad: np.ndarray,
+    field_name: str,
+    problem: str | Sequence[str],
+) -> None:
+    """Raise a TraceError for the first True in ``bad`` (if any).
+
+    ``problem`` is one message or one per row; the count of further bad rows
+    is appended so a user fixing the file knows it is not a one-off.
+    """
+    idx = np.flatnonzero(bad)
+    if idx.size == 0:
+        return
+    i = int(idx[0])
+    text = problem if isinstance(problem, str) else problem[i]
+    more = f" (and {idx.size - 1} more row(s))" if idx.size > 1 else ""
+    raise TraceError(f"{where(source, int(rows[i]), field_name)}: {text}{more}")
+
+
+def require_columns(columns: Sequence[str], required: Sequence[str], source: str) -> None:
+    missing = [c for c in required if c not in set(columns)]
+    if missing:
+        raise TraceError(
+            f"{source}: header row: missing required column(s) "
+            f"{', '.join(repr(c) for c in missing)} (field); "
+            f"columns present: {list(columns)}"
+        )
+
+
+def _is_empty(values: pd.Series) -> np.ndarray:
+    as_text = values.astype(object).map(
+        lambda v: isinstance(v, str) and v.strip().lower() in _EMPTY_TOKENS
+    )
+    return (values.isna() | as_text.astype(bool)).to_numpy()
+
+
+def parse_numeric(
+    values: pd.Series,
+    *,
+    source: str,
+    rows: np.ndarray,
+    field_name: str,
+    integer: bool = False,
+    minimum: float | None = 0.0,
+    positive: bool = False,
+    allow_empty: bool = False,
+) -> np.ndarray:
+    """Parse a column to float64, raising a TraceError naming the bad row.
+
+    Empty values become NaN if ``allow_empty``; otherwise they are errors.
+    ``positive`` rejects zero (e.g. zero GPUs); ``minimum`` rejects negatives.
+    """
+    values = values.reset_index(drop=True)
+    empty = _is_empty(values)
+    if not allow_empty:
+        raise_at(source, rows, empty, field_name, "empty or NaN value")
+    text = values.astype(object).map(lambda v: v.strip() if isinstance(v, str) else v)
+    num = pd.to_numeric(text.where(~empty, np.nan), errors="coerce").astype("float64")
+    arr = num.to_numpy(dtype="float64", na_value=np.nan)
+    bad = np.isnan(arr) & ~empty
+    raise_at(
+        source,
+        rows,
+        bad,
+        field_name,
+        [f"non-numeric value {v!r}" for v in values.astype(object)],
+    )
+    ok = ~np.isnan(arr)
+    raise_at(source, rows, ok & ~np.isfinite(arr), field_name, "non-finite value")
+    if integer:
+        frac = ok & np.isfinite(arr) & (arr != np.round(arr))
+        raise_at(
+            source,
+            rows,
+            frac,
+            field_name,
+            [f"non-integer value {v!r}" for v in arr],
+        )
+    if minimum is not None:
+        raise_at(
+            source,
+            rows,
+            ok & (arr < minimum),
+            field_name,
+            [f"negative value {v!r} (must be >= {minimum:g})" for v in arr],
+        )
+    if positive:
+        raise_at(
+            source,
+            rows,
+            ok & (arr <= 0),
+            field_name,
+            [f"value {v!r} not allowed (must be > 0)" for v in arr],
+        )
+    return arr
+
+
+def parse_text(
+    values: pd.Series,
+    *,
+    source: str,
+    rows: np.ndarray,
+    field_name: str,
+    allow_empty: bool = False,
+) -> np.ndarray:
+    """Parse a column to stripped strings; empty values are errors unless allowed."""
+    values = values.reset_index(drop=True)
+    empty = _is_empty(values)
+    if not allow_empty:
+        raise_at(source, rows, empty, field_name, "empty or NaN value")
+    out = values.astype(object).map(lambda v: str(v).strip() if v is not None else "")
+    out[empty] = ""
+    return out.to_numpy(dtype=object)
+
+
+def map_models(
+    names: np.ndarray,
+    table: Mapping[str, str],
+    *,
+    source: str,
+    rows: np.ndarray,
+    field_name: str,
+) -> np.ndarray:
+    """Map a family's model names to canonical names via an explicit table.
+
+    Canonical names are accepted as themselves, so hand-written files in a
+    family's format may use them directly.
+    """
+    canon = set(canonical_model_names())
+    full = {**{c: c for c in canon}, **table}
+    mapped = np.array([full.get(str(n)) for n in names], dtype=object)
+    unknown = np.array([m is None for m in mapped])
+    raise_at(
+        source,
+        rows,
+        unknown,
+        field_name,
+        [f"unknown model name {str(n)!r} (known: {sorted(table)})" for n in names],
+    )
+    return mapped
+
+
+# ---------------------------------------------------------------------------
+# Validation
+
+
+def validate(df: pd.DataFrame, source: str) -> pd.DataFrame:
+    """Check and normalise a frame in the trace schema.
+
+    Returns a new frame with :data:`SCHEMA_COLUMNS` in order, then any present
+    :data:`OPTIONAL_COLUMNS`, with canonical dtypes, stably sorted by
+    ``arrival_s`` (a :class:`TraceWarning` if it was not) and re-indexed
+    0..n-1. Other columns are dropped. Row ``i`` of ``df`` is reported as
+    row ``i + 1``. Raises :class:`TraceError` naming file, row and field.
+    """
+    jobs, _ = validate_rows(df, source)
+    return jobs
+
+
+def validate_rows(
+    df: pd.DataFrame,
+    source: str,
+    rows: Sequence[int] | np.ndarray | None = None,
+    field_names: Mapping[str, str] | None = None,
+) -> tuple[pd.DataFrame, np.ndarray]:
+    """:func:`validate` plus row bookkeeping for adapters.
+
+    ``rows`` gives the 1-based source row of each frame row (default 1..n);
+    ``field_names`` maps schema columns to the source's column names so that
+    messages name the field as it is spelled in the file. Returns the frame
+    and the source rows permuted like the (sorted) frame.
+    """
+    source = str(source)
+    names = dict(field_names or {})
+    fname = {c: names.get(c, c) for c in (*SCHEMA_COLUMNS, *OPTIONAL_COLUMNS)}
+    require_columns(
+        list(df.columns),
+        list(SCHEMA_COLUMNS),
+        source,
+    )
+    n = len(df)
+    r = np.arange(1, n + 1) if rows is None else np.asarray(rows, dtype=np.int64)
+    if len(r) != n:
+        raise ValueError(f"rows has {len(r)} entries for a frame of {n} rows")
+
+    out: dict[str, object] = {}
+    ids = parse_text(df["job_id"], source=source, rows=r, field_name=fname["job_id"])
+    dup = pd.Series(ids).duplicated(keep="first").to_numpy()
+    if dup.any():
+        first_pos = {}
+        for i, j in enumerate(ids):
+            first_pos.setdefault(j, i)
+        raise_at(
+            source,
+            r,
+            dup,
+            fname["job_id"],
+            [f"duplicate job id {j!r} (first seen at row {r[first_pos[j]]})" for j in ids],
+        )
+    out["job_id"] = ids
+    out["arrival_s"] = parse_numeric(
+        df["arrival_s"], source=source, rows=r, field_name=fname["arrival_s"]
+    )
+    out["gpus"] = parse_numeric(
+        df["gpus"],
+        source=source,
+        rows=r,
+        field_name=fname["gpus"],
+        integer=True,
+        positive=True,
+    ).astype(np.int64)
+    models = parse_text(df["model"], source=source, rows=r, field_name=fname["model"])
+    canon = set(canonical_model_names())
+    raise_at(
+        source,
+        r,
+        np.array([m not in canon for m in models], dtype=bool),
+        fname["model"],
+        [f"unknown model name {m!r} (not in the model catalogue)" for m in models],
+    )
+    out["model"] = models
+    for col in ("iterations", "iter_time_s"):
+        out[col] = parse_numeric(
+            df[col], source=source, rows=r, field_name=fname[col], positive=True
+        )
+    if "duration_s" in df.columns:
+        out["duration_s"] = parse_numeric(
+            df["duration_s"],
+            source=source,
+            rows=r,
+            field_name=fname["duration_s"],
+            allow_empty=True,
+        )
+    for col in ("user", "vc"):
+        if col in df.columns:
+            out[col] = parse_text(
+                df[col], source=source, rows=r, field_name=fname[col], allow_empty=True
+            )
+
+    jobs = pd.DataFrame(out)
+    for col in ("job_id", "model", "user", "vc"):
+        if col in jobs.columns:
+            jobs[col] = jobs[col].astype(str)
+    arrival = jobs["arrival_s"].to_numpy()
+    back = np.flatnonzero(arrival[1:] < arrival[:-1]) + 1
+    if back.size:
+        order = np.argsort(arrival, kind="stable")
+        warnings.warn(
+            f"{where(source, int(r[back[0]]), fname['arrival_s'])}: arrivals not "
+            f"sorted ({back.size} row(s) arrive before their predecessor); "
+            "sorted by arrival time (stable)",
+            TraceWarning,
+            stacklevel=3,
+        )
+        jobs = jobs.iloc[order]
+        r = r[order]
+    return jobs.reset_index(drop=True), r
+
+
+def make_trace(
+    name: str,
+    df: pd.DataFrame,
+    source: str | Path | None,
+    rows: Sequence[int] | np.ndarray | None = None,
+    field_names: Mapping[str, str] | None = None,
+    dropped: Mapping[str, int] | None = None,
+) -> Trace:
+    """Validate ``df`` and wrap it as a :class:`Trace` (used by the adapters)."""
+    src = str(source) if source is not None else name
+    jobs, r = validate_rows(df, src, rows, field_names)
+    return Trace(
+        name=name,
+        jobs=jobs,
+        source=str(source) if source is not None else None,
+        source_rows=r if source is not None else None,
+        dropped=dict(dropped or {}),
+    )
