@@ -530,8 +530,8 @@ def test_default_trace_shape() -> None:
     check_fits(tr, 64)
     assert j["arrival_s"].iloc[0] == 0.0
     work_gpu_h = float((j["iterations"] * j["iter_time_s"]).sum()) / 3600
-    span_h = work_gpu_h / 64  # lower bound on makespan on 64 GPUs
-    assert 5 < span_h < 24 * 7  # hours to days
+    assert 1 < work_gpu_h / 64 < 24 * 7  # compute alone: hours to days on 64 GPUs
+    assert 24 < j["arrival_s"].iloc[-1] / 3600 < 24 * 7  # arrivals span days
     assert set(j["model"]) <= set(HELIOS_MODEL_MIX)
 
 
