@@ -1,0 +1,369 @@
+"""Fidelity of the network model: predict measured placement tables, fit fabrics.
+
+The measured points come from :mod:`ddl_gym.measured` (Gavel, Pollux,
+Chronus). Every point is a ratio ``t_iter(placement) / t_iter(reference)``
+with a known single-GPU compute time, so :func:`predict_ratio` asks
+:class:`ddl_gym.perf.PerfModel` for both iteration times on a one-rack cluster
+and divides. Errors are absolute relative errors of that ratio, which for
+Gavel and Pollux (reference = one GPU, compute time measured) is exactly the
+relative error of the iteration time.
+
+:func:`fit_fabric` fits the fabric parameters that the tables can see (GPU
+link and NIC bandwidth and latency, overlap) by least squares on the log
+ratio, in log-parameter space with bounds, the way Pollux fits its
+throughput model to a cluster's measurements. The tables know no racks, so
+the uplink of a fitted preset is a copy of its NIC link (unfitted).
+
+Typical use::
+
+    df = load_measured(find_data_dir())
+    fit = fit_fabric(df[df.cluster == "pollux_t4"], name="pollux_t4")
+    save_fitted(fit)  # ddl_gym/fabrics/pollux_t4.json, usable by name
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import least_squares
+
+from ddl_gym.perf import PerfModel, Shape
+from ddl_gym.topology import (
+    FABRICS,
+    SAVED_FABRICS_DIR,
+    Algorithm,
+    Cluster,
+    Fabric,
+    Link,
+    save_fabric,
+)
+
+# -- prediction ----------------------------------------------------------------
+
+
+def _cluster_for(df: pd.DataFrame, fabric: Fabric) -> Cluster:
+    # One rack big enough for every placement; the uplink is never crossed.
+    servers = max(int(df["s"].max()), 1) if len(df) else 1
+    gpus = max(int(df["g"].max()), 1) if len(df) else 1
+    return Cluster(racks=1, servers_per_rack=servers, gpus_per_server=gpus, fabric=fabric)
+
+
+def _shape(placement: tuple[int, ...]) -> Shape:
+    return Shape(n=sum(placement), g=max(placement), s=len(placement), r=1)
+
+
+def predict_ratio(df: pd.DataFrame, fabric: Fabric) -> np.ndarray:
+    """Predicted ``t_iter(placement) / t_iter(ref_placement)`` of every row."""
+    perf = PerfModel(_cluster_for(df, fabric))
+    out = np.empty(len(df))
+    # Shapes repeat a lot (Pollux: ~100 placements x ~10 batches): cache all-reduce.
+    allreduce: dict[tuple[str, Shape], float] = {}
+
+    def t_iter(model: str, t_c: float, shape: Shape) -> float:
+        key = (model, shape)
+        if key not in allreduce:
+            allreduce[key] = perf.allreduce_time(model, shape)
+        return t_c + perf.exposed_comm(model, t_c, allreduce[key])
+
+    for i, (model, t_c, n, g, s, ref) in enumerate(
+        zip(
+            df["model"],
+            df["t_compute"],
+            df["n"],
+            df["g"],
+            df["s"],
+            df["ref_placement"],
+            strict=True,
+        )
+    ):
+        num = t_iter(model, t_c, Shape(int(n), int(g), int(s), 1))
+        den = t_iter(model, t_c, _shape(ref)) if sum(ref) > 1 else t_c
+        out[i] = num / den
+    return out
+
+
+def abs_rel_error(df: pd.DataFrame, predicted_ratio: np.ndarray) -> np.ndarray:
+    """``|predicted / measured - 1|`` per row."""
+    return np.abs(predicted_ratio / df["ratio"].to_numpy(dtype=float) - 1.0)
+
+
+def error_table(
+    df: pd.DataFrame, err: np.ndarray, by: Sequence[str] = ("cluster", "level")
+) -> pd.DataFrame:
+    """Median and 90th percentile of absolute relative error per group.
+
+    Reference rows (ratio 1 by definition) are left out: they say nothing
+    about the network.
+    """
+    d = df.assign(err=err)[~df["is_reference"].to_numpy()]
+    g = d.groupby(list(by), sort=True)["err"]
+    return pd.DataFrame(
+        {"points": g.size(), "median": g.median(), "p90": g.quantile(0.9), "max": g.max()}
+    ).reset_index()
+
+
+def summarize(df: pd.DataFrame, err: np.ndarray, by: str = "level") -> dict[str, float]:
+    """``{"<level> median": ..., "<level> p90": ...}`` over non-reference rows."""
+    mask = ~df["is_reference"].to_numpy()
+    out: dict[str, float] = {}
+    for key, idx in df[mask].groupby(by).indices.items():
+        e = err[mask][idx]
+        out[f"{key} median"] = float(np.median(e))
+        out[f"{key} p90"] = float(np.quantile(e, 0.9))
+    return out
+
+
+# -- fitting -------------------------------------------------------------------
+
+PARAMS: tuple[str, ...] = (
+    "gpu_link.bandwidth",
+    "gpu_link.latency",
+    "nic.bandwidth",
+    "nic.latency",
+    "overlap",
+)
+# Bounds in natural units: 1 MB/s .. 10 TB/s, 1 ns .. 100 ms, overlap in [0, 1].
+_BW_BOUNDS = (1e6, 1e13)
+_LAT_BOUNDS = (1e-9, 1e-1)
+_OVERLAP_BOUNDS = (0.0, 1.0)
+
+
+def get_param(fabric: Fabric, name: str) -> float:
+    if name == "overlap":
+        return fabric.overlap
+    link, attr = name.split(".")
+    return float(getattr(getattr(fabric, link), attr))
+
+
+def with_params(fabric: Fabric, values: dict[str, float]) -> Fabric:
+    """``fabric`` with some of ``PARAMS`` replaced."""
+    links = {k: getattr(fabric, k) for k in ("gpu_link", "nic")}
+    overlap = fabric.overlap
+    for name, value in values.items():
+        if name == "overlap":
+            overlap = float(value)
+            continue
+        link, attr = name.split(".")
+        links[link] = replace(links[link], **{attr: float(value)})
+    return replace(fabric, overlap=overlap, **links)
+
+
+def _is_log(name: str) -> bool:
+    return name != "overlap"
+
+
+def _bounds(name: str) -> tuple[float, float]:
+    if name == "overlap":
+        return _OVERLAP_BOUNDS
+    lo, hi = _BW_BOUNDS if name.endswith("bandwidth") else _LAT_BOUNDS
+    return math.log(lo), math.log(hi)
+
+
+def identifiable(df: pd.DataFrame, algorithm: Algorithm) -> tuple[str, ...]:
+    """The parameters the points of ``df`` can constrain.
+
+    A flat ring crossing servers runs entirely at NIC speed, so the GPU link
+    only shows in single-server points; hierarchically it shows wherever a
+    server holds two or more of the job's GPUs.
+    """
+    d = df[~df["is_reference"]]
+    free = []
+    if algorithm == "ring":
+        gpu_seen = bool(((d["s"] == 1) & (d["g"] > 1)).any())
+    else:
+        gpu_seen = bool((d["g"] > 1).any())
+    if gpu_seen:
+        free += ["gpu_link.bandwidth", "gpu_link.latency"]
+    if bool((d["s"] > 1).any()):
+        free += ["nic.bandwidth", "nic.latency"]
+    if free:
+        free.append("overlap")
+    return tuple(free)
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """A fitted fabric and how well it fits the points it saw."""
+
+    fabric: Fabric
+    free: tuple[str, ...]
+    points: int
+    rms_log_error: float  # root mean square of log(predicted / measured)
+    success: bool
+    message: str
+
+    def params(self) -> dict[str, float]:
+        return {name: get_param(self.fabric, name) for name in PARAMS}
+
+
+def _residuals(df: pd.DataFrame, measured_log: np.ndarray) -> Callable[[Fabric], np.ndarray]:
+    def res(fabric: Fabric) -> np.ndarray:
+        return np.log(predict_ratio(df, fabric)) - measured_log
+
+    return res
+
+
+def _start_points(base: Fabric, free: tuple[str, ...]) -> list[dict[str, float]]:
+    """A few starts: the base fabric and the built-in presets' values.
+
+    The exposed-communication kink (max(0, .)) makes the cost flat wherever
+    all communication is hidden, so one start can get stuck.
+    """
+    starts = []
+    for fabric in (base, FABRICS["pcie_25gbe"], FABRICS["nvswitch_ib"]):
+        starts.append({name: get_param(fabric, name) for name in free})
+    starts.append({**starts[0], "overlap": 0.5} if "overlap" in free else starts[0])
+    return starts
+
+
+def fit_fabric(
+    df: pd.DataFrame,
+    base: Fabric | str = "pcie_25gbe",
+    algorithm: Algorithm | None = None,
+    name: str | None = None,
+    free: Iterable[str] | None = None,
+    loss: str = "linear",
+) -> FitResult:
+    """Fit fabric parameters to measured points by least squares on log ratio.
+
+    Args:
+        df: measured points (see :mod:`ddl_gym.measured`), of one cluster.
+        base: fabric whose other fields (bucket size, uplink, ...) are kept and
+            whose values are the first start.
+        algorithm: ``"ring"`` or ``"hierarchical"``; ``None`` fits both and
+            keeps the better.
+        name: name of the fitted preset (default ``"<base>_fitted"``).
+        free: parameters to fit (default: :func:`identifiable`).
+        loss: ``scipy.optimize.least_squares`` loss (``"soft_l1"`` is robust
+            to the tables' outliers).
+    """
+    base = base if isinstance(base, Fabric) else FABRICS[base]
+    if algorithm is None:
+        fits = [fit_fabric(df, base, a, name, free, loss) for a in ("ring", "hierarchical")]
+        return min(fits, key=lambda f: f.rms_log_error)
+    base = replace(base, algorithm=algorithm, name=name or f"{base.name}_fitted")
+    data = df[~df["is_reference"].to_numpy()]
+    if data.empty:
+        raise ValueError("no informative points to fit (only reference placements)")
+    free_t = tuple(free) if free is not None else identifiable(data, algorithm)
+    unknown = set(free_t) - set(PARAMS)
+    if unknown:
+        raise ValueError(f"unknown parameters {sorted(unknown)}; known: {', '.join(PARAMS)}")
+    residual = _residuals(data, np.log(data["ratio"].to_numpy(dtype=float)))
+    if not free_t:
+        r = residual(base)
+        return FitResult(base, (), len(data), float(np.sqrt(np.mean(r**2))), True, "nothing free")
+
+    lo, hi = zip(*(_bounds(p) for p in free_t), strict=True)
+
+    def to_x(values: dict[str, float]) -> np.ndarray:
+        x = [math.log(values[p]) if _is_log(p) else values[p] for p in free_t]
+        return np.clip(x, np.array(lo) + 1e-9, np.array(hi) - 1e-9)
+
+    def to_fabric(x: np.ndarray) -> Fabric:
+        values = {p: math.exp(v) if _is_log(p) else v for p, v in zip(free_t, x, strict=True)}
+        return with_params(base, values)
+
+    best = None
+    for start in _start_points(base, free_t):
+        sol = least_squares(
+            lambda x: residual(to_fabric(x)),
+            to_x(start),
+            bounds=(lo, hi),
+            loss=loss,
+            x_scale=1.0,
+            diff_step=1e-4,  # relative step: well above the model's float noise
+            xtol=1e-10,
+            ftol=1e-10,
+            gtol=1e-10,
+            max_nfev=400,
+        )
+        if best is None or sol.cost < best.cost:
+            best = sol
+    assert best is not None
+    fabric = to_fabric(best.x)
+    rms = float(np.sqrt(np.mean(residual(fabric) ** 2)))
+    return FitResult(fabric, free_t, len(data), rms, bool(best.success), str(best.message))
+
+
+def save_fitted(
+    fit: FitResult,
+    name: str | None = None,
+    directory: str | Path = SAVED_FABRICS_DIR,
+    description: str = "",
+) -> Path:
+    """Save a fitted fabric as ``<directory>/<name>.json`` (usable by name via
+    ``topology.get_fabric`` when saved in the default directory).
+
+    The tables know no racks, so the uplink is set to the fitted NIC link
+    (non-blocking): an assumption, not a fit.
+    """
+    name = name or fit.fabric.name
+    fabric = replace(
+        fit.fabric,
+        name=name,
+        uplink=Link(fit.fabric.nic.bandwidth, fit.fabric.nic.latency),
+        oversubscription=1.0,
+        description=description or fit.fabric.description,
+    )
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    return save_fabric(fabric, directory / f"{name}.json")
+
+
+# -- hold-out evaluation ---------------------------------------------------------
+
+
+def predict_leave_one_model_out(
+    df: pd.DataFrame, base: Fabric | str = "pcie_25gbe", loss: str = "linear"
+) -> np.ndarray:
+    """Ratios predicted for each model by a fabric fitted to the *other*
+    models of the same cluster (compute times stay measured per model)."""
+    out = np.full(len(df), np.nan)
+    for _, cluster in df.groupby("cluster").groups.items():
+        part = df.loc[cluster]
+        for model in part["model"].unique():
+            held = (part["model"] == model).to_numpy()
+            train = part[~held]
+            if train["is_reference"].all():
+                continue  # a cluster with one model: nothing to learn from
+            fit = fit_fabric(train, base, loss=loss)
+            idx = np.flatnonzero(df.index.isin(part.index[held]))
+            out[idx] = predict_ratio(df.iloc[idx], fit.fabric)
+    return out
+
+
+def placement_split(df: pd.DataFrame, seed: int = 0, fraction: float = 0.5) -> np.ndarray:
+    """Boolean mask of rows whose placement is held out (the same placements for
+    every model of a cluster), chosen at random with ``seed``."""
+    rng = np.random.default_rng(seed)
+    held = np.zeros(len(df), dtype=bool)
+    for _, idx in df.groupby("cluster").indices.items():
+        places = sorted({p for p in df["placement"].iloc[idx] if sum(p) > 1})
+        chosen = set()
+        for p in places:
+            if rng.random() < fraction:
+                chosen.add(p)
+        held[idx] = [p in chosen for p in df["placement"].iloc[idx]]
+    return held
+
+
+def predict_placement_holdout(
+    df: pd.DataFrame, held: np.ndarray, base: Fabric | str = "pcie_25gbe", loss: str = "linear"
+) -> np.ndarray:
+    """Ratios of held-out rows predicted by a fabric fitted per cluster to the
+    other rows (NaN on the rows that were seen)."""
+    out = np.full(len(df), np.nan)
+    for _, idx in df.groupby("cluster").indices.items():
+        train = df.iloc[idx][~held[idx]]
+        test = idx[held[idx]]
+        if len(test) == 0 or train["is_reference"].all():
+            continue
+        fit = fit_fabric(train, base, loss=loss)
+        out[test] = predict_ratio(df.iloc[test], fit.fabric)
+    return out

@@ -1,0 +1,334 @@
+"""Calibration: readers of measured tables, prediction and fabric fitting."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ddl_gym.calibrate import (
+    abs_rel_error,
+    error_table,
+    fit_fabric,
+    get_param,
+    placement_split,
+    predict_ratio,
+    save_fitted,
+)
+from ddl_gym.measured import (
+    MeasuredTableError,
+    load_measured,
+    parse_placement,
+    read_chronus,
+    read_gavel_flat,
+    read_gavel_json,
+    read_pollux_placements,
+)
+from ddl_gym.perf import PerfModel, Shape
+from ddl_gym.topology import FABRICS, GB, US, Cluster, Link, get_fabric
+
+
+def _data_dir() -> Path | None:
+    try:
+        from ddl_gym.traces import find_data_dir
+
+        return find_data_dir()
+    except ImportError:
+        cand = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+        return cand if cand.is_dir() else None
+
+
+DATA = _data_dir()
+needs_data = pytest.mark.skipif(
+    DATA is None or not (DATA / "profiles").is_dir(),
+    reason="developers' data (../shared/data/profiles) not found; set DDL_GYM_DATA",
+)
+
+
+# -- synthetic data: the model must recover its own parameters ------------------
+
+
+def _synthetic(fabric, models=("resnet50", "bert_base", "vgg16", "ncf")) -> pd.DataFrame:
+    placements = [(2,), (4,), (1, 1), (2, 2), (4, 4), (1, 1, 1), (3, 2, 1), (4, 4, 4, 4)]
+    rows = []
+    for model in models:
+        for t_c in (0.02, 0.1, 0.5):
+            for p in placements:
+                rows.append(
+                    {
+                        "cluster": "synthetic",
+                        "model": model,
+                        "t_compute": t_c,
+                        "placement": p,
+                        "n": sum(p),
+                        "g": max(p),
+                        "s": len(p),
+                        "r": 1,
+                        "level": "machine" if len(p) == 1 else "multi-node",
+                        "ratio": 1.0,
+                        "ref_placement": (1,),
+                        "is_reference": False,
+                    }
+                )
+    df = pd.DataFrame(rows)
+    df["ratio"] = predict_ratio(df, fabric)
+    return df
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "hierarchical"])
+def test_fit_recovers_known_parameters(algorithm):
+    truth = replace(
+        FABRICS["pcie_25gbe"],
+        algorithm=algorithm,
+        gpu_link=Link(8 * GB, 30 * US),
+        nic=Link(1.5 * GB, 80 * US),
+        overlap=0.6,
+    )
+    df = _synthetic(truth)
+    assert (df["ratio"] > 1.01).mean() > 0.5  # communication is visible
+    fit = fit_fabric(df, base="nvswitch_ib", algorithm=algorithm)
+    assert fit.rms_log_error < 1e-6
+    for name in fit.free:
+        assert get_param(fit.fabric, name) == pytest.approx(get_param(truth, name), rel=0.01)
+    assert set(fit.free) == {
+        "gpu_link.bandwidth",
+        "gpu_link.latency",
+        "nic.bandwidth",
+        "nic.latency",
+        "overlap",
+    }
+
+
+def test_fit_picks_the_generating_algorithm():
+    truth = replace(FABRICS["pcie_25gbe"], algorithm="hierarchical", overlap=0.3)
+    fit = fit_fabric(_synthetic(truth, models=("resnet50", "bert_base")))
+    assert fit.fabric.algorithm == "hierarchical"
+
+
+def test_predict_ratio_is_perf_iter_time():
+    fabric = FABRICS["pcie_25gbe"]
+    df = _synthetic(fabric, models=("resnet50",))
+    perf = PerfModel(Cluster(1, 4, 4, fabric))
+    row = df[df["placement"] == (2, 2)].iloc[0]
+    expected = perf.iter_time("resnet50", row.t_compute, Shape(4, 2, 2, 1)) / row.t_compute
+    assert predict_ratio(df, fabric)[row.name] == pytest.approx(expected)
+
+
+def test_packed_reference_divides_by_packed_time():
+    fabric = FABRICS["pcie_25gbe"]
+    df = _synthetic(fabric, models=("vgg16",)).iloc[:1].copy()
+    df.at[df.index[0], "placement"] = (2, 2)
+    df[["n", "g", "s"]] = [4, 2, 2]
+    df.at[df.index[0], "ref_placement"] = (4,)
+    perf = PerfModel(Cluster(1, 4, 4, fabric))
+    t_c = df["t_compute"].iloc[0]
+    spread = perf.iter_time("vgg16", t_c, Shape(4, 2, 2, 1))
+    packed = perf.iter_time("vgg16", t_c, Shape(4, 4, 1, 1))
+    assert predict_ratio(df, fabric)[0] == pytest.approx(spread / packed)
+
+
+def test_saved_fit_is_usable_by_path(tmp_path):
+    df = _synthetic(FABRICS["pcie_25gbe"], models=("resnet50",))
+    fit = fit_fabric(df, algorithm="ring")
+    path = save_fitted(fit, "unit_fit", directory=tmp_path, description="test")
+    fabric = get_fabric(str(path))
+    assert fabric.name == "unit_fit"
+    assert fabric.nic.bandwidth == pytest.approx(fit.fabric.nic.bandwidth)
+    assert fabric.uplink == fabric.nic  # tables know no racks: uplink = NIC
+
+
+def test_error_table_skips_reference_rows():
+    df = pd.DataFrame(
+        {
+            "cluster": ["c"] * 3,
+            "level": ["machine"] * 3,
+            "ratio": [1.0, 2.0, 4.0],
+            "is_reference": [True, False, False],
+        }
+    )
+    err = abs_rel_error(df, np.array([1.0, 2.2, 3.0]))
+    t = error_table(df, err)
+    assert t["points"].iloc[0] == 2
+    assert t["median"].iloc[0] == pytest.approx((0.1 + 0.25) / 2)
+
+
+# -- readers reject malformed tables ----------------------------------------------
+
+GAVEL_HEADER = "gpu_type,consolidated,job_type,num_gpus,steps_per_sec\n"
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        (
+            "v100,1,ResNet-50 (batch size 64),1,4.4\nv100,1,ResNet-50 (batch size 64),2,abc\n",
+            "row 2, field 'steps_per_sec': not a number",
+        ),
+        (
+            "v100,1,ResNet-50 (batch size 64),1,4.4\nh100,1,ResNet-50 (batch size 64),2,7\n",
+            "row 2, field 'gpu_type'",
+        ),
+        ("v100,1,Foo (batch size 64),1,4.4\n", "row 1, field 'job_type': unknown job type"),
+        ("v100,yes,ResNet-50 (batch size 64),1,4.4\n", "row 1, field 'consolidated'"),
+        ("v100,1,ResNet-50 (batch size 64),1.5,4.4\n", "row 1, field 'num_gpus'"),
+        ("v100,1,ResNet-50 (batch size 64),1,-1\n", "row 1, field 'steps_per_sec': must be"),
+    ],
+)
+def test_gavel_flat_rejects_bad_values(tmp_path, body, needle):
+    path = _write(tmp_path / "gavel.csv", GAVEL_HEADER + body)
+    with pytest.raises(MeasuredTableError, match="gavel.csv") as err:
+        read_gavel_flat(path)
+    assert needle in str(err.value)
+
+
+def test_gavel_flat_rejects_missing_column_and_file(tmp_path):
+    path = _write(tmp_path / "g.csv", "gpu_type,job_type,num_gpus,steps_per_sec\nv100,A3C,1,7\n")
+    with pytest.raises(MeasuredTableError, match=r"g\.csv.*missing column\(s\) consolidated"):
+        read_gavel_flat(path)
+    with pytest.raises(MeasuredTableError, match="nope.csv: file not found"):
+        read_gavel_flat(tmp_path / "nope.csv")
+
+
+def test_gavel_json_rejects_bad_entries(tmp_path):
+    bad_key = {"v100": {"ResNet-50, 2": {"null": 3.0}}}
+    path = _write(tmp_path / "t.json", json.dumps(bad_key))
+    with pytest.raises(MeasuredTableError, match=r"t\.json: row v100/ResNet-50, 2, field 'key'"):
+        read_gavel_json(path)
+    bad_value = {"v100": {"('A3C', 1)": {"null": "fast"}}}
+    path = _write(tmp_path / "t.json", json.dumps(bad_value))
+    with pytest.raises(MeasuredTableError, match=r"field 'null': not a number"):
+        read_gavel_json(path)
+    path = _write(tmp_path / "t.json", "{not json")
+    with pytest.raises(MeasuredTableError, match="not valid JSON"):
+        read_gavel_json(path)
+
+
+POLLUX_HEADER = "placement,local_bsz,step_time,sync_time\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ("1,4,0.45,0.01\n1a,4,0.5,0.1\n", "row 2, field 'placement': placement must be"),
+        ("1,4,0.45,0.01\n105,4,0.5,0.1\n", "row 2, field 'placement'"),
+        ("1,4,0.45,0.01\n15,4,0.5,0.1\n", "each digit must be 1..4"),
+        ("1,4,0.45,0.01\n11,4,slow,0.1\n", "row 2, field 'step_time': not a number"),
+        ("1,4,0.45,0.01\n11,4,0.9,\n", "row 2, field 'sync_time': empty value"),
+        ("1,4,0.45,0.01\n11,8,0.9,0.1\n", "row 2, field 'local_bsz': no single-GPU"),
+    ],
+)
+def test_pollux_rejects_bad_values(tmp_path, body, needle):
+    path = _write(tmp_path / "bert" / "placements.csv", POLLUX_HEADER + body)
+    with pytest.raises(MeasuredTableError, match="placements.csv") as err:
+        read_pollux_placements(path)
+    assert needle in str(err.value)
+
+
+def test_pollux_rejects_missing_column_file_and_model(tmp_path):
+    path = _write(tmp_path / "bert" / "placements.csv", "placement,local_bsz,step_time\n1,4,1\n")
+    with pytest.raises(MeasuredTableError, match="missing column.*sync_time"):
+        read_pollux_placements(path)
+    with pytest.raises(MeasuredTableError, match="file not found"):
+        read_pollux_placements(tmp_path / "bert" / "nope.csv")
+    path = _write(tmp_path / "gpt" / "placements.csv", POLLUX_HEADER + "1,4,0.4,0.0\n")
+    with pytest.raises(MeasuredTableError, match="unknown Pollux model 'gpt'"):
+        read_pollux_placements(path)
+
+
+def test_pollux_reads_a_small_table(tmp_path):
+    path = _write(
+        tmp_path / "cifar10" / "placements.csv",
+        POLLUX_HEADER + "1,32,0.04,0.0\n22,32,0.12,0.08\n1212,32,0.2,0.1\n",
+    )
+    df = read_pollux_placements(path)
+    assert list(df["placement"]) == [(1,), (2, 2), (2, 2, 1, 1)]
+    assert list(df["model"].unique()) == ["resnet18"]
+    assert df["ratio"].tolist() == pytest.approx([1.0, 3.0, 5.0])
+    assert df["level"].tolist() == ["machine", "multi-node", "multi-node"]
+    assert parse_placement("4444") == (4, 4, 4, 4)
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        ({"vgg16": {"4": {"1": 1.0, "4": "x"}}}, "row vgg16/4/4, field 'speed': not a number"),
+        ({"vgg16": {"4": {"1": 1.0, "3": 0.5}}}, "row vgg16/4/3, field 'nodes': 4 GPUs"),
+        ({"vgg16": {"four": {"1": 1.0}}}, "row vgg16, field 'gpus': not a number"),
+        ({"gpt": {"4": {"1": 1.0}}}, "row gpt, field 'model': unknown model"),
+        ([1, 2], "top level must be"),
+    ],
+)
+def test_chronus_rejects_bad_values(tmp_path, data, needle):
+    path = _write(tmp_path / "model_info.json", json.dumps(data))
+    with pytest.raises(MeasuredTableError, match="model_info.json") as err:
+        read_chronus(path)
+    assert needle in str(err.value)
+
+
+# -- readers on the real data ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def measured() -> pd.DataFrame:
+    assert DATA is not None
+    return load_measured(DATA)
+
+
+@needs_data
+def test_real_row_counts(measured):
+    counts = measured.groupby("source").size().to_dict()
+    # Gavel: 492 rows minus zeros and duplicate 1-GPU rows; Pollux: 6 tables.
+    assert counts == {"chronus": 50, "gavel": 411, "pollux": 5542}
+    assert measured["ratio"].gt(0).all() and measured["t_compute"].gt(0).all()
+    assert (measured["r"] == 1).all()
+
+
+@needs_data
+def test_real_known_values(measured):
+    ch = measured[(measured["model"] == "vgg16") & (measured["placement"] == (1, 1, 1, 1))]
+    assert 1.0 / ch["ratio"].iloc[0] == pytest.approx(0.3178, abs=1e-4)  # speed 0.32
+    assert ch["ref_placement"].iloc[0] == (4,)
+
+    gv = measured[
+        (measured["cluster"] == "gavel_v100")
+        & (measured["job"] == "ResNet-50 (batch size 64)")
+        & (measured["gpus"] == 4)
+    ].set_index("level")
+    # Packed 9.45 steps/s, spread 11.14: spread is faster here (a caveat).
+    assert gv.loc["machine", "t_iter"] == pytest.approx(4 / 9.4519, rel=1e-3)
+    assert gv.loc["multi-node", "t_iter"] == pytest.approx(4 / 11.1364, rel=1e-3)
+    assert gv.loc["multi-node", "placement"] == (1, 1, 1, 1)
+
+    px = measured[(measured["model"] == "bert_base") & (measured["local_bsz"] == 4)]
+    px = px.set_index(px["placement"].map(str))
+    assert px.loc["(1,)", "t_compute"] == pytest.approx(0.455324, rel=1e-5)
+    assert px.loc["(4, 4)", "t_iter"] == pytest.approx(2.485883, rel=1e-5)
+
+
+@needs_data
+def test_real_gavel_json_matches_flat():
+    flat = read_gavel_flat(DATA / "profiles/gavel/isolated_throughputs_flat.csv")
+    js = read_gavel_json(DATA / "profiles/gavel/simulation_throughputs.json")
+    key = ["cluster", "job", "placement"]
+    merged = flat.merge(js, on=key, suffixes=("_f", "_j"))
+    assert len(merged) == len(flat) == len(js)
+    assert merged["t_iter_f"].to_numpy() == pytest.approx(merged["t_iter_j"].to_numpy())
+
+
+@needs_data
+def test_placement_split_hides_whole_placements(measured):
+    held = placement_split(measured, seed=1)
+    px = measured.assign(held=held)[measured["cluster"] == "pollux_t4"]
+    per_placement = px.groupby(px["placement"].map(str))["held"].nunique()
+    assert (per_placement == 1).all()  # a placement is either seen or held out
+    assert 0.3 < px["held"].mean() < 0.7
