@@ -1,3 +1,48 @@
 """ddl-gym: network-aware GPU-cluster scheduling, as a simulator and a Gymnasium env."""
 
 __version__ = "0.1.0"
+
+
+# Gymnasium variants registered on import (entry points are strings, so the
+# engine is imported only when an env is made). See ddl_gym.env.ClusterEnv.
+ENV_VARIANTS: dict[str, dict] = {
+    # the bundled synthetic default on the seed's 64-GPU cluster
+    "ddl_gym/Cluster-v0": {},
+    # the seed's Helios week (synthetic default if the data is absent)
+    "ddl_gym/SeedWeek-v0": {"trace": "seed-week", "cluster": "seed64"},
+    # the Philly week on 512 NVSwitch/InfiniBand GPUs, whole trace per episode
+    "ddl_gym/PhillyWeek-v0": {"trace": "philly-week", "cluster": "nvswitch512"},
+    # the same, one random day of it per episode (for training)
+    "ddl_gym/PhillyDay-v0": {
+        "trace": "philly-week",
+        "cluster": "nvswitch512",
+        "window_s": 86400.0,
+    },
+    # small and fast (tests, smoke runs): 16 GPUs on a commodity network, a
+    # fresh 16-job synthetic trace per episode
+    "ddl_gym/Small-v0": {
+        "trace": {
+            "n_jobs": 16,
+            "arrival_rate_per_h": 40.0,
+            "duration_median_s": 600.0,
+            "max_duration_s": 7200.0,
+            "max_gpus": 8,
+            "model_mix": {"resnet18": 1, "mobilenet_v3": 1, "resnet50": 1, "vgg11": 1},
+        },
+        "cluster": "2x2x4",
+        "fabric": "pcie_25gbe",
+        "K": 4,
+        "M": 4,
+    },
+}
+
+
+def _register_envs() -> None:
+    import gymnasium
+
+    for env_id, kwargs in ENV_VARIANTS.items():
+        if env_id not in gymnasium.registry:
+            gymnasium.register(id=env_id, entry_point="ddl_gym.env:ClusterEnv", kwargs=kwargs)
+
+
+_register_envs()
