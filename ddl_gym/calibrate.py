@@ -338,32 +338,40 @@ def predict_leave_one_model_out(
     return out
 
 
-def placement_split(df: pd.DataFrame, seed: int = 0, fraction: float = 0.5) -> np.ndarray:
-    """Boolean mask of rows whose placement is held out (the same placements for
-    every model of a cluster), chosen at random with ``seed``."""
+def placement_folds(df: pd.DataFrame, k: int = 4, seed: int = 0) -> np.ndarray:
+    """Fold (0..k-1) of every row for k-fold cross-validation over placements.
+
+    Placements (GPU-per-node multisets) are dealt to folds at random, per
+    cluster and level, so every fold holds out both levels where a cluster
+    has them and a placement is held out for all its models and batches at
+    once. Reference rows (one GPU, ratio 1 by definition) get -1.
+    """
     rng = np.random.default_rng(seed)
-    held = np.zeros(len(df), dtype=bool)
-    for _, idx in df.groupby("cluster").indices.items():
-        places = sorted({p for p in df["placement"].iloc[idx] if sum(p) > 1})
-        chosen = set()
-        for p in places:
-            if rng.random() < fraction:
-                chosen.add(p)
-        held[idx] = [p in chosen for p in df["placement"].iloc[idx]]
-    return held
+    fold = np.full(len(df), -1)
+    placements = df["placement"].to_numpy()
+    for _, idx in df.groupby(["cluster", "level"]).indices.items():
+        informative = idx[~df["is_reference"].to_numpy()[idx]]
+        places = sorted({placements[i] for i in informative})
+        order = rng.permutation(len(places))
+        offset = int(rng.integers(k))  # small groups should not always start at fold 0
+        of = {places[j]: (r + offset) % k for r, j in enumerate(order)}
+        fold[informative] = [of[placements[i]] for i in informative]
+    return fold
 
 
-def predict_placement_holdout(
-    df: pd.DataFrame, held: np.ndarray, base: Fabric | str = "pcie_25gbe", loss: str = "linear"
+def predict_placement_cv(
+    df: pd.DataFrame, folds: np.ndarray, base: Fabric | str = "pcie_25gbe", loss: str = "linear"
 ) -> np.ndarray:
-    """Ratios of held-out rows predicted by a fabric fitted per cluster to the
-    other rows (NaN on the rows that were seen)."""
+    """Ratio of every non-reference row predicted by a fabric fitted per
+    cluster to the rows of the other folds, i.e. without its placement
+    (NaN on reference rows)."""
     out = np.full(len(df), np.nan)
     for _, idx in df.groupby("cluster").indices.items():
-        train = df.iloc[idx][~held[idx]]
-        test = idx[held[idx]]
-        if len(test) == 0 or train["is_reference"].all():
-            continue
-        fit = fit_fabric(train, base, loss=loss)
-        out[test] = predict_ratio(df.iloc[test], fit.fabric)
+        for f in sorted(set(folds[idx]) - {-1}):
+            test = idx[folds[idx] == f]
+            train = df.iloc[idx[folds[idx] != f]]
+            if train["is_reference"].all():
+                continue
+            fit = fit_fabric(train, base, loss=loss)
+            out[test] = predict_ratio(df.iloc[test], fit.fabric)
     return out

@@ -15,7 +15,7 @@ from ddl_gym.calibrate import (
     error_table,
     fit_fabric,
     get_param,
-    placement_split,
+    placement_folds,
     predict_ratio,
     save_fitted,
 )
@@ -326,9 +326,21 @@ def test_real_gavel_json_matches_flat():
 
 
 @needs_data
-def test_placement_split_hides_whole_placements(measured):
-    held = placement_split(measured, seed=1)
-    px = measured.assign(held=held)[measured["cluster"] == "pollux_t4"]
-    per_placement = px.groupby(px["placement"].map(str))["held"].nunique()
-    assert (per_placement == 1).all()  # a placement is either seen or held out
-    assert 0.3 < px["held"].mean() < 0.7
+def test_placement_folds_hold_out_whole_placements(measured):
+    folds = placement_folds(measured, k=4, seed=1)
+    assert (folds[measured["is_reference"].to_numpy()] == -1).all()
+    px = measured.assign(fold=folds)[~measured["is_reference"]]
+    per_placement = px.groupby(["cluster", px["placement"].map(str)])["fold"].nunique()
+    assert (per_placement == 1).all()  # a placement is in exactly one fold
+    pollux = px[px["cluster"] == "pollux_t4"]
+    assert pollux["fold"].nunique() == 4
+
+
+def test_shipped_fitted_presets_load_by_name():
+    from ddl_gym.topology import saved_fabric_names
+
+    fitted = [n for n in saved_fabric_names() if n.startswith("fitted_")]
+    for name in fitted:
+        fabric = get_fabric(name)
+        assert fabric.name == name
+        assert Cluster(1, 2, 4, name).fabric == fabric
