@@ -35,6 +35,7 @@ from ddl_gym.engine.packer import find_placement
 from ddl_gym.perf import Level, PerfModel, shape_of
 from ddl_gym.profiles import get_profile
 from ddl_gym.topology import Cluster, Congestion, get_cluster, get_congestion
+from ddl_gym.traces import Trace, check_fits, validate
 
 COMPLETION, CONGESTION, ARRIVAL, LEASE, WAKE, TICK = range(6)
 EVENT_NAMES = ("completion", "congestion", "arrival", "lease", "wake", "tick")
@@ -44,10 +45,13 @@ class StalledError(RuntimeError):
     """Jobs wait but nothing can ever happen again (the policy never places)."""
 
 
-def _trace_frame(trace) -> tuple[pd.DataFrame, str]:
+def as_trace(trace: Trace | pd.DataFrame) -> Trace:
+    """A ``Trace``; a bare DataFrame is validated against the schema first."""
+    if isinstance(trace, Trace):
+        return trace
     if isinstance(trace, pd.DataFrame):
-        return trace, "<DataFrame>"
-    return trace.jobs, str(getattr(trace, "source", None) or getattr(trace, "name", "<trace>"))
+        return Trace(name="dataframe", jobs=validate(trace, "<DataFrame>"))
+    raise TypeError(f"expected a Trace or a DataFrame, got {type(trace).__name__}")
 
 
 class Engine:
@@ -94,36 +98,21 @@ class Engine:
         self.clairvoyant = clairvoyant
         self.record_series = record_series
         self.perf = PerfModel(self.cluster)
-        self.trace = trace
-        frame, self.trace_source = _trace_frame(trace)
-        self._columns = self._read_trace(frame)
-        self.reset()
-
-    def _read_trace(self, df: pd.DataFrame) -> tuple[list, ...]:
-        missing = [
-            c
-            for c in ("job_id", "arrival_s", "gpus", "model", "iterations", "iter_time_s")
-            if c not in df.columns
-        ]
-        if missing:
-            raise ValueError(f"{self.trace_source}: missing column(s) {', '.join(missing)}")
-        columns = (
-            [str(x) for x in df["job_id"]],
-            [float(x) for x in df["arrival_s"]],
-            [int(x) for x in df["gpus"]],
-            [str(x) for x in df["model"]],
-            [float(x) for x in df["iterations"]],
-            [float(x) for x in df["iter_time_s"]],
-        )
-        total = self.cluster.num_gpus
-        for row, (gpus, model) in enumerate(zip(columns[2], columns[3], strict=True), start=1):
-            if gpus < 1 or gpus > total:
-                raise ValueError(
-                    f"{self.trace_source}: row {row}: field 'gpus': job asks for {gpus} GPUs; "
-                    f"the cluster has {total} ({self.cluster.describe()})"
-                )
+        self.trace = as_trace(trace)
+        check_fits(self.trace, self.cluster.num_gpus)
+        jobs = self.trace.jobs
+        for model in set(jobs["model"]):
             get_profile(model)  # unknown models fail here, before the run
-        return columns
+        # plain lists: the hot loop stays free of pandas
+        self._columns = (
+            [str(x) for x in jobs["job_id"]],
+            jobs["arrival_s"].astype(float).tolist(),
+            jobs["gpus"].astype(int).tolist(),
+            [str(x) for x in jobs["model"]],
+            jobs["iterations"].astype(float).tolist(),
+            jobs["iter_time_s"].astype(float).tolist(),
+        )
+        self.reset()
 
     # -- lifecycle ---------------------------------------------------------
     def reset(self) -> None:
@@ -147,6 +136,7 @@ class Engine:
         self._heap: list[tuple[float, int, int, int, int]] = []
         self._seq = 0
         self._tick_at: float | None = None
+        self.instant = 0  # counts event instants handled (decision points)
         self.lease_expired: list[Job] = []
         self.events_now: list[tuple[str, int]] = []
         self.series: list[tuple[float, int, int, int, float]] = []
@@ -211,6 +201,7 @@ class Engine:
         self._drop_stale()
         self.lease_expired = []
         self.events_now = []
+        self.instant += 1
         if not self._heap:
             return
         t = self._heap[0][0]
@@ -500,7 +491,7 @@ class Engine:
         return build_result(self)
 
 
-def run_policy(engine: Engine, policy, max_actions_per_instant: int = 1_000_000) -> None:
+def run_policy(engine: Engine, policy, max_actions_per_instant: int = 100_000) -> None:
     """Drive ``engine`` to the end with ``policy`` (see ``simulate``)."""
     from ddl_gym.engine.view import EngineView
 

@@ -1,0 +1,261 @@
+"""Engine: exact small scenarios computed by hand, invariants, bad actions."""
+
+from __future__ import annotations
+
+import pytest
+
+from baselines.fifo import FifoPolicy
+from ddl_gym.engine import (
+    WAIT,
+    Engine,
+    EngineView,
+    InvalidAction,
+    Place,
+    Preempt,
+    StalledError,
+    Status,
+    simulate,
+)
+from ddl_gym.engine.packer import find_placement
+from ddl_gym.perf import Level
+from ddl_gym.profiles import get_profile
+from ddl_gym.topology import Cluster, Fabric, Link
+from tests.helpers import InvariantChecker, make_trace
+
+B = get_profile("resnet18").total_grad_bytes  # bytes all-reduced per iteration
+
+
+def toy_fabric() -> Fabric:
+    # One gradient bucket, no overlap, no latency; a cross-rack ring of two
+    # racks moves B bytes: 0.5 s alone on the uplinks, 1 s when two jobs share.
+    return Fabric(
+        name="toy",
+        gpu_link=Link(1e15, 0.0),
+        nic=Link(B / 0.5, 0.0),
+        uplink=Link(1.0, 0.0),
+        oversubscription=1.0,
+        algorithm="hierarchical",
+        bucket_bytes=1e12,
+        overlap=0.0,
+    )
+
+
+class Scripted:
+    """t=0: place B then C (both across racks, sharing rack 1's uplink).
+    t=10: preempt C and place A. Later: place whatever fits, in queue order."""
+
+    def reset(self, view: EngineView, seed=None) -> None:
+        view.wake_at(10.0)
+
+    def act(self, view: EngineView):
+        if view.now == 10.0:
+            if view.job(1).status == Status.RUNNING:
+                return Preempt(1)
+            if view.job(2).status == Status.PENDING:
+                return Place(2, Level.NETWORK)
+            return WAIT
+        for job in view.pending:
+            if view.can_place(job, Level.NETWORK):
+                return Place(job.index, Level.NETWORK)
+        return WAIT
+
+
+def test_three_jobs_with_contention_and_preemption_by_hand():
+    cluster = Cluster(3, 1, 2, toy_fabric())  # three racks of one 2-GPU server
+    trace = make_trace(
+        [
+            ("B", 0.0, 3, "resnet18", 40.0, 0.5),
+            ("C", 0.0, 3, "resnet18", 40.0, 0.5),
+            ("A", 5.0, 1, "resnet18", 10.0, 2.0),
+        ]
+    )
+    result = simulate(trace, cluster, Scripted(), restore_s_per_gpu=1.0)
+    jobs = result.jobs.set_index("job_id")
+
+    e = B / 1e15  # the in-server ring of 2 GPUs (tiny but exact)
+    shared = 0.5 + e + 1.0  # t_iter of B and C while they share rack 1's uplink
+    alone = 0.5 + e + 0.5
+    # B: [(0,2),(1,1)], C: [(2,2),(1,1)]; both 3 GPUs, rate 3 / t_iter
+    done_at_10 = 10 * 3 / shared
+    b_end = 10 + (40 - done_at_10) * alone / 3
+    # A: 1 GPU, no communication, runs 10..30 on server 1
+    a_end = 10 + 10 * 2.0
+    # C: back at B's end on [(0,2),(2,1)], alone; 3 s restore (1 s per GPU)
+    c_end = b_end + 3.0 + (40 - done_at_10) * alone / 3
+
+    assert jobs.loc["B", "end_s"] == pytest.approx(b_end, rel=1e-12)
+    assert jobs.loc["A", "end_s"] == pytest.approx(a_end, rel=1e-12)
+    assert jobs.loc["C", "end_s"] == pytest.approx(c_end, rel=1e-12)
+    assert jobs.loc["A", "jct_s"] == pytest.approx(25.0)
+    assert jobs.loc["B", "jct_s"] == pytest.approx(b_end)
+    assert jobs.loc["C", "jct_s"] == pytest.approx(c_end)
+    assert jobs.loc["A", "queueing_s"] == pytest.approx(5.0)
+    assert jobs.loc["C", "queueing_s"] == pytest.approx(b_end - 10.0)
+    assert jobs.loc["C", "preemptions"] == 1
+    assert jobs.loc["C", "overhead_s"] == pytest.approx(3.0)
+    # exposed communication: 1+e of every shared iteration, then 0.5+e alone
+    b_comm = 10 * (1 + e) / shared + (b_end - 10) * (0.5 + e) / alone
+    assert jobs.loc["B", "comm_s"] == pytest.approx(b_comm, rel=1e-12)
+    c_comm = 10 * (1 + e) / shared + (c_end - b_end - 3.0) * (0.5 + e) / alone
+    assert jobs.loc["C", "comm_s"] == pytest.approx(c_comm, rel=1e-12)
+    assert jobs.loc["A", "comm_s"] == 0.0
+    assert c_end < a_end and result.summary["makespan_s"] == pytest.approx(a_end)
+    assert result.summary["preemptions"] == 1
+    assert result.summary["alloc_network"] == 3 and result.summary["alloc_machine"] == 1
+
+
+def test_fifo_by_hand_on_one_server():
+    # Two 2-GPU jobs on one 2-GPU server: the second waits for the first.
+    cluster = Cluster(1, 1, 2, toy_fabric())
+    trace = make_trace([("x", 0.0, 2, "resnet18", 10.0, 1.0), ("y", 1.0, 2, "resnet18", 4.0, 1.0)])
+    r = simulate(trace, cluster, FifoPolicy())
+    e = B / 1e15
+    x_end = 10 * (1 + e) / 2
+    y_end = x_end + 4 * (1 + e) / 2
+    assert list(r.jobs["end_s"]) == pytest.approx([x_end, y_end], rel=1e-12)
+    assert r.summary["mean_jct_s"] == pytest.approx((x_end + y_end - 1.0) / 2)
+    assert r.summary["gpu_utilization"] == pytest.approx(1.0)
+
+
+def test_time_varying_congestion_rerates_cross_rack_jobs():
+    from ddl_gym.topology import Congestion
+
+    fabric = toy_fabric()
+    cluster = Cluster(2, 1, 1, fabric)
+    cong = Congestion("step", schedule=((0.0, 0.0), (5.0, 0.5)))
+    trace = make_trace([("x", 0.0, 2, "resnet18", 30.0, 0.5)])
+    r = simulate(trace, cluster, FifoPolicy(), congestion=cong)
+    # t_iter 1.0 s (0.5 + 0.5) until t=5, then the uplink share halves: 1.5 s
+    done_at_5 = 5 * 2 / 1.0
+    end = 5 + (30 - done_at_5) * 1.5 / 2
+    assert r.jobs.loc[0, "end_s"] == pytest.approx(end, rel=1e-12)
+
+
+def test_packer_best_fit_and_levels():
+    free = [3, 1, 4, 2]  # two racks of two 4-GPU servers
+    rack_free = [4, 6]
+    assert find_placement(free, rack_free, 2, 4, 1, Level.MACHINE) == [(1, 1)]
+    assert find_placement(free, rack_free, 2, 4, 2, Level.MACHINE) == [(3, 2)]
+    assert find_placement(free, rack_free, 2, 4, 5, Level.MACHINE) is None
+    assert find_placement(free, rack_free, 2, 4, 5, Level.RACK) == [(2, 4), (3, 1)]
+    assert find_placement(free, rack_free, 2, 4, 7, Level.RACK) is None
+    assert find_placement(free, rack_free, 2, 4, 7, Level.NETWORK) == [(2, 4), (3, 2), (1, 1)]
+    assert find_placement(free, rack_free, 2, 4, 11, Level.NETWORK) is None
+
+
+def test_invalid_actions_change_nothing():
+    cluster = Cluster(1, 1, 2, toy_fabric())
+    trace = make_trace([("x", 0.0, 2, "resnet18", 10.0, 1.0), ("y", 0.0, 2, "resnet18", 4.0, 1.0)])
+    engine = Engine(trace, cluster)
+    engine.place(0, Level.MACHINE)
+    before = (list(engine.free), [j.status for j in engine.jobs], engine.now)
+    for bad in (
+        Place(1, Level.NETWORK),
+        Place(0, Level.MACHINE),
+        Preempt(1),
+        Place(7),
+        Preempt(-1),
+    ):
+        assert engine.check(bad) is not None
+        with pytest.raises(InvalidAction):
+            engine.apply(bad)
+        assert (list(engine.free), [j.status for j in engine.jobs], engine.now) == before
+
+
+def test_stall_is_reported():
+    trace = make_trace([("x", 0.0, 1, "resnet18", 10.0, 1.0)])
+    engine = Engine(trace, Cluster(1, 1, 1, toy_fabric()))
+    with pytest.raises(StalledError, match="waited"):
+        engine.advance()
+
+
+def test_trace_errors_name_row_and_field():
+    trace = make_trace([("x", 0.0, 1, "resnet18", 10.0, 1.0), ("y", 1.0, 9, "resnet18", 1.0, 1.0)])
+    with pytest.raises(ValueError, match=r"row 2.*'gpus'"):
+        Engine(trace, Cluster(1, 1, 8, toy_fabric()))
+
+
+def test_leases_make_decision_points():
+    trace = make_trace([("x", 0.0, 1, "resnet18", 100.0, 1.0)])
+    engine = Engine(trace, Cluster(1, 1, 1, toy_fabric()), lease_s=20.0)
+    engine.place(0)
+    times = []
+    while engine.advance():
+        times.append((engine.now, [j.index for j in engine.lease_expired]))
+    assert times == [(20.0, [0]), (40.0, [0]), (60.0, [0]), (80.0, [0]), (100.0, [])]
+
+
+def test_same_result_every_run(seed_trace_path):
+    from ddl_gym.traces import load_trace
+
+    trace = load_trace(seed_trace_path)
+    a = simulate(trace, "seed64", FifoPolicy(), congestion="heavy")
+    b = simulate(trace, "seed64", FifoPolicy(), congestion="heavy")
+    assert a.jobs.equals(b.jobs) and a.summary == b.summary
+
+
+class CheckingFifo(FifoPolicy):
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.checker = InvariantChecker()
+
+    def act(self, view):
+        self.checker.check(self.engine)
+        return super().act(view)
+
+
+def run_checked(trace, cluster, **kw):
+    from ddl_gym.engine import run_policy
+
+    engine = Engine(trace, cluster, **kw)
+    policy = CheckingFifo(engine)
+    run_policy(engine, policy)
+    policy.checker.finish(engine)
+    return engine
+
+
+def test_invariants_on_every_real_trace(all_traces):
+    from ddl_gym.topology import Cluster as C
+
+    for name, trace in all_traces.items():
+        # the seed's traces on the seed's 64-GPU cluster, the others on 512 GPUs
+        cluster = "seed64" if name.startswith("sense") else C(8, 8, 8, "pcie_25gbe")
+        engine = run_checked(trace, cluster, congestion="diurnal")
+        assert engine.result().summary["completed"] == len(trace), name
+
+
+def test_invariants_with_preemptions_and_leases():
+    import numpy as np
+
+    from ddl_gym.engine import run_policy
+    from ddl_gym.traces import synthetic_trace
+
+    trace = synthetic_trace(n_jobs=150, seed=3)
+
+    class Chaos:
+        """Random valid actions, preemptions included."""
+
+        def reset(self, view, seed=None):
+            self.rng = np.random.default_rng(seed)
+
+        def act(self, view):
+            checker.check(engine)
+            choices = [WAIT]
+            for job in list(view.pending)[:5]:
+                for level in Level:
+                    if view.can_place(job, level):
+                        choices.append(Place(job.index, level))
+            if self.rng.random() < 0.1:
+                choices += [Preempt(j.index) for j in view.running]
+            action = choices[self.rng.integers(len(choices))]
+            if action is WAIT and not view.n_running and len(choices) > 1:
+                action = choices[1]  # waiting on an idle cluster would stall
+            return action
+
+    checker = InvariantChecker()
+    engine = Engine(trace, "seed64", lease_s=600.0, congestion="moderate")
+    policy = Chaos()
+    policy.reset(EngineView(engine), seed=0)
+    run_policy(engine, policy)
+    checker.finish(engine)
+    assert engine.result().summary["preemptions"] > 0
