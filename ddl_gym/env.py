@@ -159,36 +159,39 @@ class ClusterEnv(gym.Env):
     * ``racks`` (racks, 2): ``free``: free GPUs / GPUs per rack;
       ``uplink_jobs``: cross-rack jobs using the rack's uplink, ``n/(n+1)``.
     * ``pending`` (K, 21), one row per job of the queue window (zeros when
-      the slot is empty):
+      the slot is empty), columns in this order (``env_obs.PENDING_FIELDS``):
       ``present``; ``gpus`` (log(1+g)/log(1+cluster GPUs));
+      ``has_machine|rack|network``: whether a shape of that level exists for
+      the job on this cluster; ``log_grad_bytes`` (log10 bytes / 10),
+      ``log_buckets`` (all-reduce messages per iteration on this fabric),
+      ``backward_share`` (overlap potential), ``log_iter_time``
+      ((log10 s + 5) / 6): model features;
       ``slowdown_machine|rack|network``: the performance model's prediction
       at the tightest shape of that level under the current background
       (``EngineView.predicted_slowdown``), 1 when no such shape exists;
-      ``has_machine|rack|network``: whether such a shape exists;
-      ``log_grad_bytes`` (log10 bytes / 10), ``log_buckets`` (all-reduce
-      messages per iteration on this fabric), ``backward_share`` (overlap
-      potential), ``log_iter_time`` ((log10 s + 5) / 6): model features;
       ``feasible_machine|rack|network``: placeable now (= the mask);
       ``waited`` (since arrival or last preemption); ``age`` (since arrival);
       ``preemptions``; ``attained`` (GPU-seconds received);
       ``progress`` (fraction of iterations done) and ``remaining`` (ideal
       wall time left on its GPUs): only when ``clairvoyant``, else 0.
-    * ``running`` (M, 18), one row per running job in start order:
-      ``present``; ``gpus``; ``level_machine|rack|network`` (one-hot span of
-      its placement); the four model features; ``slowdown`` (current,
-      including contention); ``efficiency`` (time-averaged compute /
-      (compute + exposed communication), as in the seed's re-offers);
-      ``running_for`` (since its start); ``restoring`` (paying its
-      checkpoint-restore cost); ``lease_expired`` (at this instant);
-      ``preemptions``; ``attained``; ``progress`` and ``remaining`` (only
-      when ``clairvoyant``: progress reveals the job's total size).
-    * ``global`` (11,): ``used`` GPU fraction; ``background`` uplink traffic
-      fraction; ``queue`` length (``n/(n+K)``); ``queue_gpus`` (GPUs asked
-      by the whole queue, ``x/(x + cluster GPUs)``); ``running`` jobs
-      (``n/(n+M)``); ``done`` fraction of the episode's jobs; ``time`` since
-      the episode start (``t/(t + horizon)``, horizon = ``max_time_s`` or a
-      day); ``time_of_day``; ``max_server_free`` and ``max_rack_free``
-      (largest holes); ``lease_expired`` (any lease expired now).
+    * ``running`` (M, 18), one row per running job in start order
+      (``env_obs.RUNNING_FIELDS``): ``present``; ``gpus``; the four model
+      features; ``level_machine|rack|network`` (one-hot span of its
+      placement); ``slowdown`` (current, including contention);
+      ``efficiency`` (time-averaged compute / (compute + exposed
+      communication), as in the seed's re-offers); ``running_for`` (since
+      its start); ``restoring`` (paying its checkpoint-restore cost);
+      ``lease_expired`` (at this instant); ``preemptions``; ``attained``;
+      ``progress`` and ``remaining`` (only when ``clairvoyant``: progress
+      reveals the job's total size).
+    * ``global`` (11,) (``env_obs.GLOBAL_FIELDS``): ``used`` GPU fraction;
+      ``background`` uplink traffic fraction; ``queue`` length
+      (``n/(n+K)``); ``queue_gpus`` (GPUs asked by the whole queue,
+      ``x/(x + cluster GPUs)``); ``running`` jobs (``n/(n+M)``); ``done``
+      fraction of the episode's jobs; ``time`` since the episode start
+      (``t/(t + horizon)``, horizon = ``max_time_s`` or a day);
+      ``time_of_day``; ``max_server_free`` and ``max_rack_free`` (largest
+      holes); ``lease_expired`` (any lease expired now).
 
     ``wrappers.FlattenClusterObs`` flattens it for MLP policies.
 

@@ -180,6 +180,9 @@ class ObsBuilder:
             at += size
         self._size = at
         self._server_frac = [f / c.gpus_per_server for f in range(c.gpus_per_server + 1)]
+        self._rack_frac = [f / c.gpus_per_rack for f in range(c.gpus_per_rack + 1)]
+        # a cross-rack job holds >= 1 GPU of each rack it spans: <= gpus_per_rack jobs
+        self._uplink_frac = [u / (u + 1.0) for u in range(c.gpus_per_rack + 1)]
         # Filled by update():
         self.win_pending: list[Job] = []
         self.win_running: list[Job] = []
@@ -253,9 +256,9 @@ class ObsBuilder:
         # servers and racks first: the flat buffer follows self._layout
         # floats only: ints and bools make numpy's conversion much slower
         buf: list[float] = list(map(self._server_frac.__getitem__, free))
+        rack_frac, share = self._rack_frac, self._uplink_frac
         for rf, users in zip(rack_free, e.uplink_jobs, strict=True):
-            u = len(users)
-            buf += (rf * inv_rack, u / (u + 1.0))
+            buf += (rack_frac[rf], share[len(users)])
 
         # pending window: static | slowdowns | feasible, dynamic
         pending = e.pending
