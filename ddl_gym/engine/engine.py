@@ -344,31 +344,41 @@ class Engine:
             self.free, self.rack_free, c.servers_per_rack, c.gpus_per_server, job.gpus, level
         )
 
+    def _why_not_place(self, index: int, level) -> tuple[str | None, list | None]:
+        """(reason it is invalid or None, the placement it would get)."""
+        if not 0 <= index < len(self.jobs):
+            return f"no job {index}", None
+        job = self.jobs[index]
+        if job.status != Status.PENDING:
+            return f"job {job.job_id} is {job.status.name.lower()}, not pending", None
+        try:
+            level = Level(level)
+        except ValueError:
+            return f"unknown level {level!r}", None
+        placement = self.placement_for(job, level)
+        if placement is None:
+            return (
+                f"no free placement for job {job.job_id} ({job.gpus} GPUs) within one "
+                f"{level.name.lower()}"
+            ), None
+        return None, placement
+
+    def _why_not_preempt(self, index: int) -> str | None:
+        if not 0 <= index < len(self.jobs):
+            return f"no job {index}"
+        job = self.jobs[index]
+        if job.status != Status.RUNNING:
+            return f"job {job.job_id} is {job.status.name.lower()}, not running"
+        return None
+
     def check(self, action: Action) -> str | None:
         """Why ``action`` is invalid now, or None if it is valid."""
         if isinstance(action, Wait):
             return None
-        n = len(self.jobs)
         if isinstance(action, Place):
-            if not 0 <= action.job < n:
-                return f"no job {action.job}"
-            job = self.jobs[action.job]
-            if job.status != Status.PENDING:
-                return f"job {job.job_id} is {job.status.name.lower()}, not pending"
-            try:
-                level = Level(action.level)
-            except ValueError:
-                return f"unknown level {action.level!r}"
-            if self.placement_for(job, level) is None:
-                return f"no free placement for {job.gpus} GPUs within one {level.name.lower()}"
-            return None
+            return self._why_not_place(action.job, action.level)[0]
         if isinstance(action, Preempt):
-            if not 0 <= action.job < n:
-                return f"no job {action.job}"
-            job = self.jobs[action.job]
-            if job.status != Status.RUNNING:
-                return f"job {job.job_id} is {job.status.name.lower()}, not running"
-            return None
+            return self._why_not_preempt(action.job)
         return f"not an action: {action!r}"
 
     def apply(self, action: Action) -> None:
@@ -387,17 +397,10 @@ class Engine:
 
     def place(self, index: int, level: Level = Level.NETWORK) -> tuple[tuple[int, int], ...]:
         """Start pending job ``index`` within ``level``; returns its placement."""
-        if not 0 <= index < len(self.jobs):
-            raise InvalidAction(f"no job {index}")
+        reason, placement = self._why_not_place(index, level)
+        if reason is not None:
+            raise InvalidAction(reason)
         job = self.jobs[index]
-        if job.status != Status.PENDING:
-            raise InvalidAction(f"job {job.job_id} is {job.status.name.lower()}, not pending")
-        placement = self.placement_for(job, Level(level))
-        if placement is None:
-            raise InvalidAction(
-                f"no free placement for job {job.job_id} ({job.gpus} GPUs) within one "
-                f"{Level(level).name.lower()}"
-            )
         self._start(job, tuple(placement))
         return job.placement
 
@@ -453,11 +456,10 @@ class Engine:
 
     def preempt(self, index: int) -> None:
         """Checkpoint running job ``index`` and put it back in the queue."""
-        if not 0 <= index < len(self.jobs):
-            raise InvalidAction(f"no job {index}")
+        reason = self._why_not_preempt(index)
+        if reason is not None:
+            raise InvalidAction(reason)
         job = self.jobs[index]
-        if job.status != Status.RUNNING:
-            raise InvalidAction(f"job {job.job_id} is {job.status.name.lower()}, not running")
         self._stop(job)
         # a restore debt not yet paid is still owed, on top of this checkpoint
         unpaid = max(0.0, job.busy_until - self.now)
