@@ -1,0 +1,21 @@
+"""Learned schedulers: MaskablePPO training, evaluation and loading.
+
+``load_policy(path)`` turns a saved model into a ``Policy`` (``reset(view,
+seed)``, ``act(view)``) that runs in ``ddl_gym.engine.simulate()`` beside the
+heuristics; with no path it loads the shipped model, ``agents/models/default.zip``.
+Training: ``agents.train.train(TrainConfig(...), out_dir)`` or
+``scripts/train.py``. Needs the ``agents`` extra (torch, SB3, sb3-contrib).
+"""
+
+from agents.config import EnvConfig, PPOConfig, SplitConfig, TrainConfig
+from agents.policy import DEFAULT_MODEL, AgentPolicy, load_policy
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "AgentPolicy",
+    "EnvConfig",
+    "PPOConfig",
+    "SplitConfig",
+    "TrainConfig",
+    "load_policy",
+]

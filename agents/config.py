@@ -1,0 +1,132 @@
+"""Training configuration: one dataclass, optionally read from a small TOML file.
+
+A TOML file mirrors the dataclasses' nesting::
+
+    seed = 0
+    total_timesteps = 300_000
+    [env]
+    congestion = "heavy"
+    [split]
+    traces = ["default:0-9"]
+    [ppo]
+    net_arch = [64, 64]
+
+Unknown keys are an error (a typo should not silently train something else).
+The config is saved next to every model as JSON, so a model always carries
+the env settings it must be run with (``agents.load_policy`` reads it back).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class EnvConfig:
+    """``ClusterEnv`` arguments the agent is trained (and must be run) with."""
+
+    cluster: str = "seed64"
+    fabric: str | None = None
+    congestion: str | float = "heavy"
+    K: int = 8
+    M: int = 8
+    lease_s: float | None = None
+    tick_s: float | None = None
+    restore_s_per_gpu: float = 1.0
+    reward: str = "jct"
+    time_scale_s: float = 3600.0
+    queue_order: str = "arrival"
+    # Whether the agent may preempt. Off by default: a random initial policy
+    # preempts constantly (place/preempt loops at one instant), which wastes
+    # most of a small training budget; placement and delay are the levers
+    # that matter under congestion.
+    preempt: bool = False
+    window_s: float | None = 12 * 3600.0  # one episode = a window of a pool trace
+    max_steps: int | None = 20_000  # truncation guard for runaway episodes
+
+
+@dataclass
+class SplitConfig:
+    """Which traces the agent trains on and which it is judged on.
+
+    Every trace of ``traces`` is cut by arrival time into three disjoint
+    parts (fractions of its arrival span): training windows are sampled only
+    from ``train``, the best model is chosen on ``val`` windows and the final
+    comparison uses ``test`` windows. Trace specs: ``"default:A-B"`` (the
+    bundled synthetic workload, seeds A..B), ``"default:S"``, or a trace file
+    path (relative paths are also looked up under the data directory).
+    """
+
+    traces: list[str] = field(default_factory=lambda: ["default:0-9"])
+    train: tuple[float, float] = (0.0, 0.70)
+    val: tuple[float, float] = (0.70, 0.85)
+    test: tuple[float, float] = (0.85, 1.0)
+    n_val_windows: int = 6  # fixed validation windows (the same at every evaluation)
+
+
+@dataclass
+class PPOConfig:
+    algo: str = "maskable_ppo"  # or "ppo": plain PPO, invalid actions mapped to WAIT
+    net_arch: list[int] = field(default_factory=lambda: [64, 64])
+    learning_rate: float = 3e-4
+    n_steps: int = 1024  # per env
+    batch_size: int = 256
+    n_epochs: int = 5
+    gamma: float = 0.995
+    gae_lambda: float = 0.95
+    ent_coef: float = 0.01
+    clip_range: float = 0.2
+
+
+@dataclass
+class TrainConfig:
+    env: EnvConfig = field(default_factory=EnvConfig)
+    split: SplitConfig = field(default_factory=SplitConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    total_timesteps: int = 300_000
+    seed: int = 0
+    n_envs: int = 2  # one per core
+    vec_env: str = "subproc"  # or "dummy" (in-process; for tests)
+    eval_freq: int = 20_000  # total env steps between validation runs
+    checkpoint_freq: int = 50_000  # total env steps between checkpoints
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def save_json(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
+        return _build(cls, data, "config")
+
+    @classmethod
+    def load(cls, path: str | Path) -> TrainConfig:
+        """From a ``.toml`` or ``.json`` file."""
+        path = Path(path)
+        if path.suffix == ".toml":
+            with path.open("rb") as f:
+                return cls.from_dict(tomllib.load(f))
+        return cls.from_dict(json.loads(path.read_text()))
+
+
+def _build(cls: type, data: dict[str, Any], where: str) -> Any:
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = set(data) - set(fields)
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {sorted(unknown)}; known: {sorted(fields)}")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        default = getattr(cls(), name)
+        if dataclasses.is_dataclass(default):
+            kwargs[name] = _build(type(default), value, f"{where}.{name}")
+        elif isinstance(default, tuple):
+            kwargs[name] = tuple(value)  # TOML and JSON only know lists
+        else:
+            kwargs[name] = value
+    return cls(**kwargs)

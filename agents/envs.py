@@ -1,0 +1,252 @@
+"""Trace splits and the env stack an agent trains and is validated on.
+
+The split is the guard against evaluating on training data: every pool trace
+is cut by arrival time into disjoint train / val / test parts, and training
+env windows are drawn only from the train parts (see ``SplitConfig``).
+
+``AgentEnv`` is the one wrapper between ``ClusterEnv`` and SB3: it flattens
+the observation, optionally hides the preemption actions, and for plain PPO
+maps invalid actions to WAIT. ``AgentPolicy`` (``agents.policy``) rebuilds
+exactly this observation and mask inside ``simulate()``.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from agents.config import EnvConfig, SplitConfig
+from ddl_gym.env import ClusterEnv
+from ddl_gym.traces import Trace, TraceWarning, default_trace, find_data_dir, load_trace, window
+
+PARTS = ("train", "val", "test")
+_DEFAULT_SPEC = re.compile(r"^default:(\d+)(?:-(\d+))?$")
+
+
+# -- traces and the split ----------------------------------------------------
+def resolve_traces(specs: Sequence[str]) -> list[Trace]:
+    """Traces named by ``SplitConfig.traces`` specs."""
+    out: list[Trace] = []
+    for spec in specs:
+        m = _DEFAULT_SPEC.match(spec)
+        if m:
+            lo = int(m.group(1))
+            hi = int(m.group(2) or lo)
+            for seed in range(lo, hi + 1):
+                trace = default_trace(seed=seed)
+                out.append(Trace(f"default:{seed}", trace.jobs))
+            continue
+        path = Path(spec).expanduser()
+        if not path.is_file():
+            data = find_data_dir()
+            if data is None or not (data / spec).is_file():
+                raise FileNotFoundError(f"trace {spec!r}: no such file (nor under the data dir)")
+            path = data / spec
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TraceWarning)  # the seed's JSON is unsorted
+            out.append(load_trace(path))
+    return out
+
+
+def time_part(trace: Trace, lo: float, hi: float) -> Trace:
+    """Jobs arriving in the ``[lo, hi)`` fraction of the trace's arrival span
+    (``hi == 1`` includes the last job), shifted to start at 0."""
+    a = trace.jobs["arrival_s"].to_numpy()
+    first, last = float(a.min()), float(a.max())
+    span = last - first
+    start = first + lo * span
+    end = first + hi * span if hi < 1.0 else last + 1.0
+    return window(trace, start, end)
+
+
+def split_traces(split: SplitConfig) -> dict[str, list[Trace]]:
+    """``{"train": [...], "val": [...], "test": [...]}``, one part per trace."""
+    bounds = {"train": split.train, "val": split.val, "test": split.test}
+    (a0, a1), (b0, b1), (c0, c1) = split.train, split.val, split.test
+    if not (0.0 <= a0 < a1 <= b0 < b1 <= c0 < c1 <= 1.0):
+        raise ValueError(f"split parts must be ordered and disjoint: {bounds}")
+    traces = resolve_traces(split.traces)
+    return {name: [time_part(t, *bounds[name]) for t in traces] for name in PARTS}
+
+
+def describe_split(split: SplitConfig, parts: dict[str, list[Trace]]) -> str:
+    lines = [f"trace split (fractions of each trace's arrival span), traces: {split.traces}"]
+    for name in PARTS:
+        lo, hi = getattr(split, name)
+        n = sum(len(t) for t in parts[name])
+        lines.append(f"  {name:5s} [{lo:.0%}, {hi:.0%}): {n} jobs in {len(parts[name])} traces")
+    return "\n".join(lines)
+
+
+def fixed_windows(parts: Sequence[Trace], n: int, window_s: float | None, seed: int) -> list[Trace]:
+    """``n`` windows of ``window_s`` seconds drawn (seeded) from ``parts`` in
+    turn; the whole part when ``window_s`` is None."""
+    rng = np.random.default_rng(seed)
+    out: list[Trace] = []
+    for i in range(n):
+        part = parts[i % len(parts)]
+        if window_s is None:
+            out.append(part)
+            continue
+        a = part.jobs["arrival_s"].to_numpy()
+        room = max(0.0, float(a.max()) - window_s)
+        for _ in range(100):
+            start = float(rng.random()) * room
+            w = window(part, start, start + window_s)
+            if len(w):
+                out.append(w)
+                break
+        else:
+            raise ValueError(f"no window of {window_s} s of {part.name!r} holds a job")
+    return out
+
+
+# -- envs ----------------------------------------------------------------------
+def cluster_env(env: EnvConfig, traces: Sequence[Trace], window_s: float | None) -> ClusterEnv:
+    return ClusterEnv(
+        trace=list(traces),
+        cluster=env.cluster,
+        fabric=env.fabric,
+        congestion=env.congestion,
+        K=env.K,
+        M=env.M,
+        lease_s=env.lease_s,
+        tick_s=env.tick_s,
+        restore_s_per_gpu=env.restore_s_per_gpu,
+        reward=env.reward,
+        time_scale_s=env.time_scale_s,
+        max_steps=env.max_steps,
+        window_s=window_s,
+        queue_order=env.queue_order,
+    )
+
+
+def flatten_obs(obs: dict[str, np.ndarray]) -> np.ndarray:
+    """The Dict observation as one vector, keys sorted (as ``spaces.flatten``
+    and ``ddl_gym.wrappers.FlattenClusterObs`` do)."""
+    return np.concatenate([obs[key].ravel() for key in sorted(obs)])
+
+
+def agent_mask(mask: np.ndarray, K: int, preempt: bool) -> np.ndarray:
+    """The env's mask, with the preemption actions removed unless allowed."""
+    if preempt:
+        return mask
+    out = mask.copy()
+    out[1 + 3 * K :] = False
+    return out
+
+
+class WindowCycleEnv(gym.Env):
+    """A fixed list of traces, one per episode in turn (validation: every
+    evaluation sees exactly the same windows, so scores are comparable)."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, env: EnvConfig, traces: Sequence[Trace]) -> None:
+        self._envs = [cluster_env(env, [t], None) for t in traces]
+        self._i = -1
+        self.observation_space = self._envs[0].observation_space
+        self.action_space = self._envs[0].action_space
+
+    @property
+    def current(self) -> ClusterEnv:
+        return self._envs[max(self._i, 0) % len(self._envs)]
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self._i += 1
+        return self.current.reset(seed=seed)
+
+    def step(self, action):
+        return self.current.step(action)
+
+    def action_masks(self) -> np.ndarray:
+        return self.current.action_masks()
+
+
+class AgentEnv(gym.Wrapper):
+    """Flat observation, the agent's action mask, and for plain PPO
+    (``invalid_to_wait``) invalid actions replaced by WAIT (by the first
+    valid action when WAIT would stall).
+
+    With preemption disabled, instants where WAIT is the only action left
+    are stepped through here, as ``ClusterEnv`` does for its own trivial
+    instants, so the agent only sees real choices.
+    """
+
+    def __init__(self, env: gym.Env, K: int, preempt: bool, invalid_to_wait: bool) -> None:
+        super().__init__(env)
+        self.K = K
+        self.preempt = preempt
+        self.invalid_to_wait = invalid_to_wait
+        size = sum(int(np.prod(s.shape)) for s in env.observation_space.spaces.values())
+        self.observation_space = spaces.Box(0.0, 1.0, shape=(size,), dtype=np.float32)
+        self._last: np.ndarray | None = None
+
+    def action_masks(self) -> np.ndarray:
+        return agent_mask(self.env.get_wrapper_attr("action_masks")(), self.K, self.preempt)
+
+    def reset(self, **kwargs):
+        obs, info = self.env.reset(**kwargs)
+        obs, reward, terminated, truncated, info = self._skip(obs, 0.0, False, False, info)
+        self._last = flatten_obs(obs)
+        return self._last, info
+
+    def step(self, action):
+        mask = self.action_masks()
+        a = int(action)
+        if not (0 <= a < len(mask) and mask[a]):
+            if not self.invalid_to_wait:  # an action only this wrapper forbids: a no-op
+                return (
+                    self._last.copy(),
+                    0.0,
+                    False,
+                    False,
+                    {"invalid": "masked", "action_mask": mask},
+                )
+            a = 0 if mask[0] else int(np.flatnonzero(mask)[0])
+        obs, reward, terminated, truncated, info = self.env.step(a)
+        obs, reward, terminated, truncated, info = self._skip(
+            obs, float(reward), terminated, truncated, info
+        )
+        self._last = flatten_obs(obs)
+        return self._last, reward, terminated, truncated, info
+
+    def _skip(self, obs, reward: float, terminated: bool, truncated: bool, info):
+        if self.preempt:
+            return obs, reward, terminated, truncated, info
+        while not (terminated or truncated) and not self.action_masks()[1:].any():
+            obs, r, terminated, truncated, info = self.env.step(0)
+            reward += float(r)
+        return obs, reward, terminated, truncated, info
+
+
+def make_env_fn(
+    env: EnvConfig,
+    traces: Sequence[Trace],
+    *,
+    invalid_to_wait: bool,
+    cycle: bool = False,
+) -> Callable[[], gym.Env]:
+    """A factory for SB3 vector envs: random windows of ``traces`` (training)
+    or, with ``cycle``, the traces themselves in turn (validation). SB3
+    seeds each copy (seed + rank) at its first reset."""
+
+    def make() -> gym.Env:
+        from stable_baselines3.common.monitor import Monitor
+
+        base: gym.Env
+        if cycle:
+            base = WindowCycleEnv(env, traces)
+        else:
+            base = cluster_env(env, traces, env.window_s)
+        return Monitor(AgentEnv(base, env.K, env.preempt, invalid_to_wait))
+
+    return make

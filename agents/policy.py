@@ -1,0 +1,140 @@
+"""A trained model as a scheduler with the baselines' protocol.
+
+``load_policy(path)`` returns an ``AgentPolicy`` (``reset(view, seed)``,
+``act(view)``, ``engine_kwargs()``), so a model runs in
+``ddl_gym.engine.simulate()`` beside the heuristics. At each decision point it
+rebuilds the observation the env would show (same ``ObsBuilder``, same
+windows, same mask), skips the instants the env skips (only WAIT possible)
+and returns only valid actions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch as th
+
+from agents.config import TrainConfig
+from agents.envs import agent_mask, flatten_obs
+from ddl_gym.engine import WAIT, Action, EngineView, Place, Preempt
+from ddl_gym.env_obs import LEVELS, ObsBuilder, ObsConfig
+
+DEFAULT_MODEL = Path(__file__).resolve().parent / "models" / "default.zip"
+
+
+def config_path(model_path: str | Path) -> Path:
+    """The config saved beside a model: ``<stem>.json`` (``<stem>.toml`` also read)."""
+    p = Path(model_path)
+    for suffix in (".json", ".toml"):
+        candidate = p.with_suffix(suffix)
+        if candidate.is_file():
+            return candidate
+    # SB3's best-model/checkpoint folders keep the run's config one level up
+    for parent in (p.parent, p.parent.parent):
+        if (parent / "config.json").is_file():
+            return parent / "config.json"
+    raise FileNotFoundError(f"no config (.json/.toml) found for model {p}")
+
+
+def load_model(path: str | Path, algo: str) -> Any:
+    if algo == "maskable_ppo":
+        from sb3_contrib import MaskablePPO
+
+        return MaskablePPO.load(str(path), device="cpu")
+    if algo == "ppo":
+        from stable_baselines3 import PPO
+
+        return PPO.load(str(path), device="cpu")
+    raise ValueError(f"unknown algo {algo!r}")
+
+
+class AgentPolicy:
+    """A trained actor-critic acting on an engine view.
+
+    ``deterministic``: the most likely valid action (default); otherwise a
+    sample from the masked distribution, seeded by ``reset(seed=...)``.
+    """
+
+    def __init__(
+        self, model: Any, config: TrainConfig, name: str = "agent", deterministic: bool = True
+    ) -> None:
+        self.model = model
+        self.config = config
+        self.name = name
+        self.deterministic = deterministic
+        env = config.env
+        self._obs_cfg = ObsConfig(
+            K=env.K,
+            M=env.M,
+            time_scale_s=env.time_scale_s,
+            horizon_s=86400.0,  # ClusterEnv's horizon without max_time_s (never set in training)
+            clairvoyant=False,
+            queue_order=env.queue_order,
+        )
+        self._builder: ObsBuilder | None = None
+        self._rng = np.random.default_rng(0)
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        """Engine settings the agent was trained under (congestion is the scenario's)."""
+        env = self.config.env
+        return {
+            "lease_s": env.lease_s,
+            "tick_s": env.tick_s,
+            "restore_s_per_gpu": env.restore_s_per_gpu,
+        }
+
+    def reset(self, view: EngineView, seed: int | None = None) -> None:
+        self._builder = self._new_builder(view)
+        self._rng = np.random.default_rng(seed)
+
+    def _new_builder(self, view: EngineView) -> ObsBuilder:
+        # The observation needs the engine itself (ObsBuilder reads its
+        # internals, as ClusterEnv does); EngineView has no public accessor,
+        # so the agent reaches behind the view here and only reads.
+        return ObsBuilder(view._engine, self._obs_cfg)  # noqa: SLF001
+
+    def act(self, view: EngineView) -> Action:
+        builder = self._builder
+        if builder is None or builder.engine is not view._engine:  # noqa: SLF001
+            builder = self._builder = self._new_builder(view)
+        builder.update()
+        env = self.config.env
+        mask = agent_mask(builder.mask, env.K, env.preempt)
+        if not mask[1:].any():  # the env skips these instants: no choice
+            return WAIT
+        a = self.choose(flatten_obs(builder.obs), mask)
+        if not mask[a]:  # cannot happen with masked logits; stay valid anyway
+            a = 0 if mask[0] else int(np.flatnonzero(mask)[0])
+        return self._decode(builder, a)
+
+    def choose(self, obs: np.ndarray, mask: np.ndarray) -> int:
+        """Masked argmax (or sample) of the policy's action logits."""
+        policy = self.model.policy
+        with th.no_grad():
+            x = th.as_tensor(obs, dtype=th.float32).unsqueeze(0)
+            features = policy.extract_features(x, policy.pi_features_extractor)
+            logits = policy.action_net(policy.mlp_extractor.forward_actor(features))[0].numpy()
+        logits = np.where(mask, logits, -np.inf)
+        if self.deterministic:
+            return int(np.argmax(logits))
+        p = np.exp(logits - logits.max())
+        return int(self._rng.choice(len(p), p=p / p.sum()))
+
+    def _decode(self, builder: ObsBuilder, a: int) -> Action:
+        K = self.config.env.K
+        if a == 0:
+            return WAIT
+        if a <= 3 * K:
+            k, level = divmod(a - 1, 3)
+            return Place(builder.win_pending[k].index, LEVELS[level])
+        return Preempt(builder.win_running[a - 1 - 3 * K].index)
+
+
+def load_policy(path: str | Path = DEFAULT_MODEL, deterministic: bool = True) -> AgentPolicy:
+    """A saved model (``.zip``) and its config as a ``Policy``."""
+    path = Path(path)
+    config = TrainConfig.load(config_path(path))
+    model = load_model(path, config.ppo.algo)
+    return AgentPolicy(model, config, name=f"agent:{path.stem}", deterministic=deterministic)

@@ -1,0 +1,195 @@
+"""Train a scheduler with MaskablePPO (or plain PPO, the ablation).
+
+One run writes into its ``out`` directory::
+
+    config.json            the full TrainConfig (loadable by agents.load_policy)
+    tb/                    TensorBoard logs
+    checkpoints/           periodic model + VecNormalize snapshots (for --resume)
+    best/best_model.zip    best on the validation windows (MaskableEvalCallback)
+    final.zip              the model at the end of training
+    stats.json             wall time and env steps per second
+
+Rewards are normalised by a running estimate of the return's scale
+(``VecNormalize``, rewards only): raw JCT rewards differ by orders of
+magnitude between traces and loads, which a fixed scale cannot fit.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import torch as th
+from stable_baselines3.common.callbacks import (
+    BaseCallback,
+    CallbackList,
+    CheckpointCallback,
+    EvalCallback,
+)
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
+
+from agents.config import TrainConfig
+from agents.envs import describe_split, fixed_windows, make_env_fn, split_traces
+
+CKPT_PREFIX = "model"
+
+
+class TqdmCallback(BaseCallback):
+    """A tqdm progress bar over env steps (SB3's own needs ``rich``)."""
+
+    def __init__(self, total: int, initial: int = 0) -> None:
+        super().__init__()
+        self.total = total
+        self.initial = initial
+        self.bar: Any = None
+
+    def _on_training_start(self) -> None:
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=self.total, initial=self.initial, unit="step", smoothing=0.1)
+
+    def _on_step(self) -> bool:
+        self.bar.update(self.training_env.num_envs)
+        return True
+
+    def _on_training_end(self) -> None:
+        self.bar.close()
+
+
+def _vec_env(cfg: TrainConfig, fns: list, subproc: bool) -> VecEnv:
+    if subproc:
+        # fork: the workers inherit the parsed traces instead of re-pickling them
+        return SubprocVecEnv(fns, start_method="fork")
+    return DummyVecEnv(fns)
+
+
+def latest_checkpoint(out: Path) -> tuple[Path, Path | None] | None:
+    """The newest (model, VecNormalize stats) pair under ``out/checkpoints``."""
+    best: tuple[int, Path] | None = None
+    for p in (out / "checkpoints").glob(f"{CKPT_PREFIX}_*_steps.zip"):
+        m = re.search(r"_(\d+)_steps\.zip$", p.name)
+        if m and (best is None or int(m.group(1)) > best[0]):
+            best = (int(m.group(1)), p)
+    if best is None:
+        return None
+    stats = out / "checkpoints" / f"{CKPT_PREFIX}_vecnormalize_{best[0]}_steps.pkl"
+    return best[1], stats if stats.is_file() else None
+
+
+def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: bool = True) -> Path:
+    """Train per ``cfg`` into ``out``; returns the best model's path."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    th.set_num_threads(1)  # the env workers own the other core(s)
+    maskable = cfg.ppo.algo == "maskable_ppo"
+    if cfg.ppo.algo not in ("maskable_ppo", "ppo"):
+        raise ValueError(f"unknown algo {cfg.ppo.algo!r}")
+
+    parts = split_traces(cfg.split)
+    print(describe_split(cfg.split, parts))
+    val = fixed_windows(parts["val"], cfg.split.n_val_windows, cfg.env.window_s, seed=cfg.seed)
+    print(f"validation: {len(val)} fixed windows, {sum(len(w) for w in val)} jobs")
+    cfg.save_json(out / "config.json")
+
+    invalid_to_wait = not maskable
+    train_fns = [
+        make_env_fn(cfg.env, parts["train"], invalid_to_wait=invalid_to_wait)
+        for _ in range(cfg.n_envs)
+    ]
+    venv = _vec_env(cfg, train_fns, cfg.vec_env == "subproc")
+    # eval stack mirrors the training stack so SB3 can sync the wrappers
+    eval_env = DummyVecEnv([make_env_fn(cfg.env, val, invalid_to_wait=invalid_to_wait, cycle=True)])
+    eval_env = VecNormalize(eval_env, training=False, norm_obs=False, norm_reward=False)
+
+    if maskable:
+        from sb3_contrib import MaskablePPO as Algo
+        from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback as Eval
+    else:
+        from stable_baselines3 import PPO as Algo
+
+        Eval = EvalCallback
+
+    ckpt = latest_checkpoint(out) if resume else None
+    if resume and ckpt is None:
+        print(f"--resume: no checkpoint under {out / 'checkpoints'}; starting fresh")
+    if ckpt is not None:
+        model_path, stats_path = ckpt
+        if stats_path is not None:
+            venv = VecNormalize.load(str(stats_path), venv)
+        else:
+            venv = VecNormalize(venv, norm_obs=False, norm_reward=True, gamma=cfg.ppo.gamma)
+        model = Algo.load(str(model_path), env=venv, device="cpu", tensorboard_log=str(out / "tb"))
+        print(f"resuming from {model_path.name} at {model.num_timesteps} steps")
+    else:
+        venv = VecNormalize(venv, norm_obs=False, norm_reward=True, gamma=cfg.ppo.gamma)
+        p = cfg.ppo
+        model = Algo(
+            "MlpPolicy",
+            venv,
+            learning_rate=p.learning_rate,
+            n_steps=p.n_steps,
+            batch_size=p.batch_size,
+            n_epochs=p.n_epochs,
+            gamma=p.gamma,
+            gae_lambda=p.gae_lambda,
+            ent_coef=p.ent_coef,
+            clip_range=p.clip_range,
+            policy_kwargs={"net_arch": list(p.net_arch)},
+            tensorboard_log=str(out / "tb"),
+            seed=cfg.seed,
+            device="cpu",
+            verbose=0,
+        )
+
+    done = model.num_timesteps
+    left = max(0, cfg.total_timesteps - done)
+    per_env = max(1, cfg.n_envs)
+    callbacks: list[BaseCallback] = [
+        CheckpointCallback(
+            save_freq=max(1, cfg.checkpoint_freq // per_env),
+            save_path=str(out / "checkpoints"),
+            name_prefix=CKPT_PREFIX,
+            save_vecnormalize=True,
+        ),
+        Eval(
+            eval_env,
+            n_eval_episodes=len(val),
+            eval_freq=max(1, cfg.eval_freq // per_env),
+            best_model_save_path=str(out / "best"),
+            log_path=str(out / "eval"),
+            deterministic=True,
+            verbose=0,
+        ),
+    ]
+    if progress:
+        callbacks.append(TqdmCallback(cfg.total_timesteps, initial=done))
+
+    start = time.perf_counter()
+    model.learn(
+        total_timesteps=left,
+        callback=CallbackList(callbacks),
+        tb_log_name="run",
+        reset_num_timesteps=False,
+    )
+    wall = time.perf_counter() - start
+    model.save(str(out / "final.zip"))
+    venv.save(str(out / "vecnormalize.pkl"))
+    venv.close()
+    eval_env.close()
+
+    steps = model.num_timesteps - done
+    stats = {
+        "steps": steps,
+        "total_timesteps": model.num_timesteps,
+        "wall_s": wall,
+        "steps_per_s": steps / wall if wall > 0 else 0.0,
+        "n_envs": cfg.n_envs,
+        "vec_env": cfg.vec_env,
+    }
+    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+    print(f"trained {steps} steps in {wall:.0f} s ({stats['steps_per_s']:.0f} steps/s)")
+    best = out / "best" / "best_model.zip"
+    return best if best.is_file() else out / "final.zip"
