@@ -12,6 +12,6 @@ stamp=.venv/.ddl_gym_installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet "torch==2.13.0"
-  .venv/bin/python -m pip install --quiet -e ".[agents,plots,dev]"
+  .venv/bin/python -m pip install --quiet -e ".[agents,plots,parquet,ray,dev]"
   touch "$stamp"
 fi

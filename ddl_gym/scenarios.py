@@ -1,0 +1,422 @@
+"""Named scenarios: ready experiments (workload + cluster + fabric + congestion
++ engine settings) by name or from a TOML file.
+
+A scenario is plain data; ``build_trace`` / ``build_cluster`` /
+``engine_kwargs`` turn it into what ``simulate`` and the env take. A TOML
+file has the same fields as :class:`Scenario` at top level (``name`` is
+optional; the file's stem is used); a ``[synthetic]`` table holds
+``synthetic_trace`` arguments when ``trace = "synthetic"``. Other tables
+(e.g. ``[run]``, written by the CLI next to its results so a run can be
+repeated) are returned untouched by :func:`load_scenario_file`.
+
+Unknown keys and bad values raise :class:`ScenarioError` with the file and
+the key, never a bare traceback from deep inside the engine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ddl_gym.topology import CONGESTION, Cluster, get_congestion, get_fabric
+from ddl_gym.traces import (
+    Trace,
+    default_trace,
+    find_data_dir,
+    head,
+    load_trace,
+    synthetic_trace,
+)
+
+# Workloads known by name (relative to the data dir); "default" and
+# "synthetic" need no data.
+DATA_TRACES: dict[str, str] = {
+    "seed-week": "traces/dally/sense_500jobs_poisson_1proc-week.json",
+    "philly-week": "traces/philly/philly_2017-11-13_to_2017-11-19.csv",
+}
+BUILTIN_TRACES = ("default", "synthetic", *DATA_TRACES)
+
+
+class ScenarioError(ValueError):
+    """A scenario name, file or value is wrong; the message says which."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One experiment setting.
+
+    Attributes:
+        name: registry key or file stem.
+        description: one line for ``ddl-gym scenarios``.
+        trace: ``default`` (bundled synthetic), ``synthetic`` (generated from
+            ``synthetic``), ``seed-week`` / ``philly-week`` (need the data
+            dir) or a path to any trace file ``load_trace`` reads.
+        synthetic: ``synthetic_trace`` keyword arguments (``trace = "synthetic"``).
+        jobs: keep only the first ``jobs`` jobs of the workload (None: all).
+        cluster: a cluster preset (``seed64``, ``nvswitch512``, ...) or
+            ``"RxSxG"`` (racks x servers x GPUs).
+        fabric: fabric preset overriding the cluster's (None: the cluster's).
+        congestion: background traffic on rack uplinks (preset or fraction).
+        lease_s, tick_s, restore_s_per_gpu, clairvoyant: engine settings;
+            None leaves them to the policy's ``engine_kwargs()`` / the engine.
+        policies: policies ``compare`` runs (empty: every registered one).
+        congestions: congestion levels ``compare`` sweeps (empty: ``congestion``).
+        seeds: seeds ``compare`` runs (workload and policy seeds).
+    """
+
+    name: str
+    description: str = ""
+    trace: str = "default"
+    synthetic: Mapping[str, Any] = field(default_factory=dict)
+    jobs: int | None = None
+    cluster: str = "seed64"
+    fabric: str | None = None
+    congestion: str | float = "none"
+    lease_s: float | None = None
+    tick_s: float | None = None
+    restore_s_per_gpu: float | None = None
+    clairvoyant: bool | None = None
+    policies: tuple[str, ...] = ()
+    congestions: tuple[str | float, ...] = ()
+    seeds: tuple[int, ...] = (0,)
+
+    # -- what the engine takes -----------------------------------------------
+    def build_cluster(self) -> Cluster:
+        # "RxSxG" shapes as the env reads them; imported here so that listing
+        # scenarios does not import gymnasium
+        from ddl_gym.env import resolve_cluster
+
+        return resolve_cluster(self.cluster, self.fabric)
+
+    def build_trace(self, seed: int = 0) -> Trace:
+        """The workload; ``seed`` drives synthetic generation and model
+        assignment of traces without models."""
+        if self.trace == "default":
+            trace = default_trace(seed=seed)
+        elif self.trace == "synthetic":
+            spec = dict(self.synthetic)
+            spec.setdefault("name", self.name)
+            spec.setdefault("max_gpus", self.build_cluster().num_gpus)
+            if "gpu_mix" in spec:  # TOML keys are strings; the generator wants ints
+                spec["gpu_mix"] = {int(k): v for k, v in spec["gpu_mix"].items()}
+            trace = synthetic_trace(seed=seed, **spec)
+        elif self.trace in DATA_TRACES:
+            data = find_data_dir()
+            rel = DATA_TRACES[self.trace]
+            if data is None or not (data / rel).is_file():
+                raise ScenarioError(
+                    f"scenario {self.name!r}: workload {self.trace!r} needs {rel} under the "
+                    "data dir (../shared/data or $DDL_GYM_DATA), which was not found"
+                )
+            trace = _load_quietly(data / rel, seed)
+        else:
+            path = Path(self.trace).expanduser()
+            if not path.is_file():
+                raise ScenarioError(f"scenario {self.name!r}: trace file {path} not found")
+            trace = _load_quietly(path, seed)
+        if self.jobs is not None:
+            trace = head(trace, self.jobs)
+        return trace
+
+    def engine_kwargs(self, base: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """``base`` (e.g. a policy's ``engine_kwargs()``) overridden by the
+        settings this scenario fixes, plus its congestion."""
+        out = dict(base or {})
+        for key in ("lease_s", "tick_s", "restore_s_per_gpu", "clairvoyant"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        out["congestion"] = self.congestion
+        return out
+
+    @property
+    def grid_congestions(self) -> tuple[str | float, ...]:
+        return self.congestions or (self.congestion,)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, None ones left out (TOML has no null)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            if isinstance(value, tuple):
+                value = list(value)
+            elif isinstance(value, Mapping):
+                value = dict(value)
+            out[f.name] = value
+        return out
+
+    def replace(self, **changes: Any) -> Scenario:
+        return scenario_from_dict({**self.to_dict(), **changes}, source=f"scenario {self.name!r}")
+
+
+def _load_quietly(path: Path, seed: int) -> Trace:
+    import warnings
+
+    from ddl_gym.traces import TraceWarning
+
+    with warnings.catch_warnings():
+        # the seed's JSON is unsorted; the loader sorts it and says so
+        warnings.simplefilter("ignore", TraceWarning)
+        return load_trace(path, seed=seed)
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario(
+            name="default",
+            description="bundled synthetic default (300 jobs) on the seed's 64 GPUs, "
+            "heavy congestion",
+            trace="default",
+            cluster="seed64",
+            congestion="heavy",
+            congestions=("none", "moderate", "heavy"),
+        ),
+        Scenario(
+            name="small",
+            description="16 synthetic jobs on 16 NVSwitch/InfiniBand GPUs (2x2x4): seconds, "
+            "for smoke tests and placement timelines",
+            trace="synthetic",
+            synthetic={
+                "n_jobs": 16,
+                "arrival_rate_per_h": 40.0,
+                "duration_median_s": 600.0,
+                "max_duration_s": 7200.0,
+                "max_gpus": 8,
+                "model_mix": {"resnet18": 1, "mobilenet_v3": 1, "resnet50": 1, "vgg11": 1},
+            },
+            cluster="2x2x4",
+            fabric="nvswitch_ib",
+            congestion="moderate",
+            congestions=("none", "heavy"),
+        ),
+        Scenario(
+            name="seed-week-heavy",
+            description="the seed's 411-job Helios week on its 64-GPU cluster, heavy "
+            "uplink congestion (needs the data dir)",
+            trace="seed-week",
+            cluster="seed64",
+            congestion="heavy",
+            congestions=("none", "moderate", "heavy"),
+        ),
+        Scenario(
+            name="philly-week-512",
+            description="the Philly week (5,869 jobs) on 512 NVSwitch/InfiniBand GPUs, "
+            "moderate congestion (needs the data dir)",
+            trace="philly-week",
+            cluster="nvswitch512",
+            congestion="moderate",
+            congestions=("none", "moderate", "heavy"),
+        ),
+        Scenario(
+            name="pcie-diurnal",
+            description="the bundled default on 512 commodity GPUs (PCIe, 25GbE, 3:1) "
+            "with day/night background traffic",
+            trace="default",
+            cluster="pcie512",
+            congestion="diurnal",
+        ),
+    )
+}
+
+
+# -- parsing and validation ----------------------------------------------------
+_FIELDS = {f.name: f for f in dataclasses.fields(Scenario)}
+
+
+def _check(cond: bool, source: str, key: str, what: str, value: Any) -> None:
+    if not cond:
+        raise ScenarioError(f"{source}: {key!r} must be {what}, got {value!r}")
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _congestion_ok(value: Any, source: str, key: str) -> str | float:
+    _check(
+        isinstance(value, str) or _number(value),
+        source,
+        key,
+        f"a congestion level ({', '.join(CONGESTION)}) or a fraction",
+        value,
+    )
+    try:
+        get_congestion(value)
+    except ValueError as err:
+        raise ScenarioError(f"{source}: {key!r}: {err}") from None
+    return value
+
+
+def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scenario:
+    """Validate ``data`` (scenario fields) and build a :class:`Scenario`."""
+    unknown = sorted(set(data) - set(_FIELDS))
+    if unknown:
+        raise ScenarioError(
+            f"{source}: unknown key(s) {', '.join(map(repr, unknown))}; "
+            f"allowed: {', '.join(_FIELDS)}"
+        )
+    d = dict(data)
+    _check(
+        isinstance(d.get("name"), str) and d["name"],
+        source,
+        "name",
+        "a non-empty string",
+        d.get("name"),
+    )
+    for key in ("description", "trace", "cluster"):
+        if key in d:
+            _check(isinstance(d[key], str), source, key, "a string", d[key])
+    if "fabric" in d:
+        _check(isinstance(d["fabric"], str), source, "fabric", "a fabric preset name", d["fabric"])
+        try:
+            get_fabric(d["fabric"])
+        except ValueError as err:
+            raise ScenarioError(f"{source}: 'fabric': {err}") from None
+    if "synthetic" in d:
+        _check(isinstance(d["synthetic"], Mapping), source, "synthetic", "a table", d["synthetic"])
+    if d.get("trace", "default") == "synthetic" and not d.get("synthetic"):
+        raise ScenarioError(f'{source}: trace = "synthetic" needs a [synthetic] table')
+    if "jobs" in d:
+        v = d["jobs"]
+        _check(
+            isinstance(v, int) and not isinstance(v, bool) and v > 0,
+            source,
+            "jobs",
+            "a positive integer",
+            v,
+        )
+    for key in ("lease_s", "tick_s"):
+        if key in d:
+            _check(
+                _number(d[key]) and d[key] > 0, source, key, "a positive number of seconds", d[key]
+            )
+    if "restore_s_per_gpu" in d:
+        v = d["restore_s_per_gpu"]
+        _check(_number(v) and v >= 0, source, "restore_s_per_gpu", "a number >= 0", v)
+    if "clairvoyant" in d:
+        _check(
+            isinstance(d["clairvoyant"], bool),
+            source,
+            "clairvoyant",
+            "true or false",
+            d["clairvoyant"],
+        )
+    if "congestion" in d:
+        _congestion_ok(d["congestion"], source, "congestion")
+    for key in ("policies", "congestions", "seeds"):
+        if key in d:
+            _check(isinstance(d[key], (list, tuple)), source, key, "a list", d[key])
+            d[key] = tuple(d[key])
+    for p in d.get("policies", ()):
+        _check(isinstance(p, str), source, "policies", "a list of policy names", d["policies"])
+    for c in d.get("congestions", ()):
+        _congestion_ok(c, source, "congestions")
+    for s in d.get("seeds", ()):
+        _check(
+            isinstance(s, int) and not isinstance(s, bool),
+            source,
+            "seeds",
+            "a list of integers",
+            d["seeds"],
+        )
+    if "seeds" in d and not d["seeds"]:
+        raise ScenarioError(f"{source}: 'seeds' must not be empty")
+    scenario = Scenario(**d)
+    try:
+        scenario.build_cluster()
+    except (ValueError, TypeError) as err:
+        raise ScenarioError(f"{source}: 'cluster': {err}") from None
+    if scenario.trace not in BUILTIN_TRACES and not Path(scenario.trace).expanduser().is_file():
+        raise ScenarioError(
+            f"{source}: 'trace' must be one of {', '.join(BUILTIN_TRACES)} or an existing "
+            f"trace file, got {scenario.trace!r}"
+        )
+    return scenario
+
+
+def load_scenario_file(path: str | Path) -> tuple[Scenario, dict[str, Any]]:
+    """A scenario from a TOML file, plus the file's other tables (e.g. ``run``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ScenarioError(f"{path}: no such scenario file")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as err:
+        raise ScenarioError(f"{path}: not valid TOML: {err}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ScenarioError(f"{path}: cannot read: {err}") from None
+    extra = {k: data.pop(k) for k in list(data) if k not in _FIELDS and isinstance(data[k], dict)}
+    data.setdefault("name", path.stem)
+    # a relative trace path is relative to the file, so configs can travel
+    trace = data.get("trace")
+    if isinstance(trace, str) and trace not in BUILTIN_TRACES:
+        candidate = (path.parent / trace).expanduser()
+        if not Path(trace).is_absolute() and candidate.is_file():
+            data["trace"] = str(candidate)
+    return scenario_from_dict(data, source=str(path)), extra
+
+
+def get_scenario(name_or_path: str | Path) -> tuple[Scenario, dict[str, Any]]:
+    """A registered scenario by name, or one read from a ``.toml`` file."""
+    key = str(name_or_path)
+    if key in SCENARIOS:
+        return SCENARIOS[key], {}
+    if key.endswith(".toml") or Path(key).is_file():
+        return load_scenario_file(key)
+    raise ScenarioError(
+        f"unknown scenario {key!r}; known scenarios: {', '.join(SCENARIOS)} (or a .toml file)"
+    )
+
+
+# -- TOML writing (tomllib only reads) -------------------------------------------
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        return repr(value)
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        return f'"{escaped}"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{ " + ", ".join(f"{_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"cannot write {type(value).__name__} as TOML")
+
+
+def _key(key: Any) -> str:
+    key = str(key)
+    bare = key.replace("_", "").replace("-", "").isalnum()
+    return key if bare else _toml_value(key)
+
+
+def to_toml(data: Mapping[str, Any]) -> str:
+    """Serialise nested dicts of scalars and lists; None values are dropped."""
+    lines: list[str] = []
+    tables: list[tuple[str, Mapping[str, Any]]] = []
+    for key, value in data.items():
+        if value is None:
+            continue
+        if isinstance(value, Mapping):
+            tables.append((key, value))
+        else:
+            lines.append(f"{_key(key)} = {_toml_value(value)}")
+    for key, table in tables:
+        lines.append("")
+        lines.append(f"[{_key(key)}]")
+        for k, v in table.items():
+            if v is not None:
+                lines.append(f"{_key(k)} = {_toml_value(v)}")
+    return "\n".join(lines) + "\n"

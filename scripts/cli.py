@@ -1,0 +1,78 @@
+"""``ddl-gym``: the command line of the simulator, its schedulers and agents.
+
+    ddl-gym scenarios                       # the named experiments
+    ddl-gym simulate -s small -p fifo       # one policy, one workload, a run folder
+    ddl-gym compare -s default --quick      # the policy x congestion x seed grid
+    ddl-gym traces inspect seed-week        # statistics of a workload
+    ddl-gym <command> --help                # options and examples of each command
+
+User errors (unknown names, missing files, malformed TOML) print one line and
+exit 2; Ctrl-C exits 130 after saving what finished. ``--debug`` shows the
+traceback of any error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from scripts import cli_misc, cli_simulate, cli_traces
+from scripts.cli_common import CliError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="ddl-gym",
+        description="Network-aware GPU-cluster scheduling: simulate, compare, train, inspect.",
+        epilog=__doc__.split("\n\n")[1],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    cli_misc.register_scenarios(sub)
+    cli_simulate.register(sub)
+    _register_compare(sub)
+    cli_misc.register_train_evaluate(sub)
+    cli_misc.register_calibrate(sub)
+    cli_traces.register(sub)
+    cli_misc.register_bench(sub)
+    return p
+
+
+def _register_compare(sub: argparse._SubParsersAction) -> None:
+    from scripts import cli_compare
+
+    cli_compare.register(sub)
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from ddl_gym.scenarios import ScenarioError
+    from ddl_gym.traces import TraceError
+
+    # ValueError covers unknown presets (cluster, fabric, congestion) raised by
+    # the library with a message that already names the bad value
+    return (CliError, ScenarioError, TraceError, FileNotFoundError, ValueError)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+    except _user_errors() as err:
+        if args.debug:
+            raise
+        print(f"ddl-gym {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

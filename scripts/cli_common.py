@@ -1,0 +1,224 @@
+"""Shared pieces of the ``ddl-gym`` sub-commands: errors, scenario options,
+policies, tables, progress bars, the run folder."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ddl_gym.scenarios import Scenario, get_scenario
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit status 2, no traceback."""
+
+
+# -- scenarios -----------------------------------------------------------------
+def add_scenario_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("scenario")
+    g.add_argument(
+        "-s",
+        "--scenario",
+        default=None,
+        metavar="NAME|FILE",
+        help="a named scenario (see `ddl-gym scenarios`) or a TOML file (default: default)",
+    )
+    g.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="a run folder's config.toml: repeats that run (scenario and run settings)",
+    )
+    g.add_argument(
+        "--trace", help="override the workload (default, synthetic, seed-week, ..., a file)"
+    )
+    g.add_argument("--jobs", type=int, help="keep only the first N jobs of the workload")
+    g.add_argument("--cluster", help="override the cluster (preset name or RxSxG)")
+    g.add_argument("--fabric", help="override the fabric preset")
+    g.add_argument(
+        "--congestion", help="override the congestion (none, moderate, heavy, diurnal, 0.3)"
+    )
+
+
+def _congestion_value(text: str) -> str | float:
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+@dataclass
+class Chosen:
+    """The scenario a command runs, and the ``[run]`` table of a config file."""
+
+    scenario: Scenario
+    run: dict[str, Any]
+
+
+def resolve_scenario(args: argparse.Namespace, command: str) -> Chosen:
+    if args.config is not None and args.scenario is not None:
+        raise CliError("give --scenario or --config, not both")
+    source = args.config if args.config is not None else (args.scenario or "default")
+    if args.config is not None and not Path(args.config).is_file():
+        raise CliError(f"{args.config}: no such config file")
+    scenario, extra = get_scenario(source)
+    run = dict(extra.get("run", {}))
+    if run.get("command") not in (None, command):
+        raise CliError(
+            f"{source} was written by `ddl-gym {run['command']}`; run it with that command"
+        )
+    overrides: dict[str, Any] = {}
+    for key in ("trace", "jobs", "cluster", "fabric"):
+        value = getattr(args, key, None)
+        if value is not None:
+            overrides[key] = value
+    if getattr(args, "congestion", None) is not None:
+        overrides["congestion"] = _congestion_value(args.congestion)
+    if overrides:
+        scenario = scenario.replace(**overrides)
+    return Chosen(scenario, run)
+
+
+def pick(cli_value: Any, run: dict[str, Any], key: str, default: Any) -> Any:
+    """A run setting: the command line, else the config file's ``[run]``, else default."""
+    if cli_value is not None:
+        return cli_value
+    return run.get(key, default)
+
+
+def split_list(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise CliError(f"empty list {text!r}")
+    return items
+
+
+# -- policies ------------------------------------------------------------------
+def policy_names() -> list[str]:
+    try:
+        from baselines import POLICY_NAMES
+    except ImportError:
+        return ["fifo"]
+    return list(POLICY_NAMES)
+
+
+def make_policy(name: str) -> Any:
+    try:
+        from baselines import make_policy as registry
+    except ImportError:
+        registry = None
+    if registry is None:
+        if name != "fifo":
+            raise CliError(f"unknown policy {name!r}; known policies: fifo")
+        from baselines.fifo import FifoPolicy
+
+        return FifoPolicy()
+    try:
+        return registry(name)
+    except (KeyError, ValueError) as err:
+        msg = err.args[0] if err.args else str(err)
+        raise CliError(f"{msg} (known policies: {', '.join(policy_names())})") from None
+
+
+# -- output --------------------------------------------------------------------
+HEADLINE = (
+    ("makespan_s", "makespan_h", 1 / 3600),
+    ("mean_jct_s", "mean_jct_h", 1 / 3600),
+    ("p95_jct_s", "p95_jct_h", 1 / 3600),
+    ("mean_queueing_s", "mean_queue_h", 1 / 3600),
+    ("comm_overhead", "comm_overhead", 1.0),
+    ("gpu_utilization", "gpu_util", 1.0),
+    ("preemptions", "preemptions", 1.0),
+)
+
+
+def headline(summary: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """The columns people read first, times in hours."""
+    out = summary[[k for k in keys if k in summary.columns]].copy()
+    for src, dst, scale in HEADLINE:
+        if src in summary.columns:
+            out[dst] = summary[src].astype(float) * scale
+    return out
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "-"
+        return f"{v:,.0f}" if abs(v) >= 1e5 else f"{v:.4g}"
+    return str(v)
+
+
+def text_table(df: pd.DataFrame) -> str:
+    """A plain aligned table (numbers right, text left)."""
+    cols = list(df.columns)
+    cells = [[_fmt(v) for v in row] for row in df.itertuples(index=False)]
+    widths = [max([len(str(c))] + [len(r[i]) for r in cells]) for i, c in enumerate(cols)]
+    numeric = [pd.api.types.is_numeric_dtype(df[c]) for c in cols]
+
+    def line(values: Sequence[str]) -> str:
+        return "  ".join(
+            v.rjust(w) if num else v.ljust(w)
+            for v, w, num in zip(values, widths, numeric, strict=True)
+        ).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line([str(c) for c in cols]), rule] + [line(r) for r in cells])
+
+
+def add_output_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("output")
+    g.add_argument(
+        "--out", type=Path, default=Path("runs"), help="root of run folders (default: runs)"
+    )
+    g.add_argument("--name", help="run folder name (default: <timestamp>-<command>-<scenario>)")
+    g.add_argument("--no-save", action="store_true", help="print only; write no run folder")
+    g.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+@contextmanager
+def progress(total: int | None, desc: str, disable: bool, unit: str = "it") -> Iterator[Any]:
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit=unit, disable=disable, file=sys.stderr, leave=False)
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+class ProgressPolicy:
+    """Wraps a policy and moves a progress bar to the count of finished jobs."""
+
+    def __init__(self, policy: Any, update: Callable[[int], None]) -> None:
+        self.policy = policy
+        self._update = update
+        self._done = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.policy, name)
+
+    def reset(self, view, seed: int | None = None) -> None:
+        self._done = 0
+        self.policy.reset(view, seed=seed)
+
+    def act(self, view):
+        done = view.n_done
+        if done != self._done:
+            self._update(done - self._done)
+            self._done = done
+        return self.policy.act(view)
+
+
+def epilog(*examples: str) -> str:
+    return "examples:\n" + "\n".join(f"  {e}" for e in examples)

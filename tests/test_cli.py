@@ -1,0 +1,180 @@
+"""The ``ddl-gym`` command line, through its real entry point (a subprocess
+running ``python -m scripts.cli``, which is what the console script calls)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ddl_gym.scenarios import SCENARIOS, ScenarioError, get_scenario, scenario_from_dict
+from ddl_gym.traces import find_data_dir
+
+REPO = Path(__file__).resolve().parents[1]
+COMMANDS = (
+    "scenarios",
+    "simulate",
+    # "compare": added with the grid (scripts/compare.py)
+    "train",
+    "evaluate",
+    "calibrate",
+    "traces",
+    "bench",
+)
+
+
+def cli(*args: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "scripts.cli", *args],
+        cwd=cwd or REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def assert_user_error(proc: subprocess.CompletedProcess, *words: str) -> None:
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    for w in words:
+        assert w in proc.stderr, proc.stderr
+
+
+def test_help_of_every_command_has_examples():
+    top = cli("--help")
+    for name in COMMANDS:
+        assert name in top.stdout
+    for name in COMMANDS:
+        out = cli(name, "--help").stdout
+        assert "examples:" in out, name
+        assert f"ddl-gym {name}" in out, name
+
+
+def test_scenarios_list_and_show_roundtrip(tmp_path):
+    out = cli("scenarios").stdout
+    for name in SCENARIOS:
+        assert name in out
+    text = cli("scenarios", "show", "small").stdout
+    path = tmp_path / "mine.toml"
+    path.write_text(text)
+    scenario, extra = get_scenario(str(path))
+    assert scenario == SCENARIOS["small"] and extra == {}
+
+
+def test_simulate_writes_a_run_folder_that_repeats(tmp_path):
+    out = cli("simulate", "-s", "small", "--out", str(tmp_path), "--name", "r1").stdout
+    folder = tmp_path / "r1"
+    for f in (
+        "config.toml",
+        "summary.csv",
+        "summary.parquet",
+        "jobs.csv",
+        "jobs.parquet",
+        "series.csv",
+        "placements.csv",
+        "report.md",
+        "jct_cdf.png",
+        "metrics.png",
+        "series.png",
+        "levels.png",
+        "timeline.png",
+    ):
+        assert (folder / f).is_file(), f
+    report = (folder / "report.md").read_text()
+    assert "![Placement timeline](timeline.png)" in report
+    jobs = pd.read_parquet(folder / "jobs.parquet")
+    assert len(jobs) == 16 and (jobs["policy"] == "fifo").all()
+    # placements cover every job, and never more GPUs on a server than it has
+    place = pd.read_csv(folder / "placements.csv")
+    assert set(place["job"]) == set(range(16))
+    # repeating from the saved config gives the same table
+    again = cli("simulate", "--config", str(folder / "config.toml"), "--no-save").stdout
+    assert out.splitlines()[:4] == again.splitlines()[:4]
+
+
+def test_simulate_from_toml_with_overrides(tmp_path):
+    path = tmp_path / "tiny.toml"
+    path.write_text(
+        'trace = "default"\njobs = 20\ncluster = "seed64"\ncongestion = 0.3\n'
+        '[run]\npolicy = "fifo"\n'
+    )
+    out = cli("simulate", "-s", str(path), "--congestion", "none", "--no-save").stdout
+    assert "tiny" in out and "congestion none" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("simulate", "-s", "no-such-scenario"), ("unknown scenario", "small")),
+        (("simulate", "-s", "missing.toml"), ("missing.toml", "no such scenario file")),
+        (("simulate", "--config", "nope/config.toml"), ("no such config file",)),
+        (("simulate", "-s", "small", "--policy", "nope"), ("nope",)),
+        (("simulate", "-s", "small", "--cluster", "huge"), ("unknown cluster",)),
+        (("traces", "inspect", "nope.csv"), ("nope.csv",)),
+        (("calibrate", "--data", "/no/such/dir"), ()),
+    ],
+)
+def test_user_errors_are_one_line(args, words):
+    proc = cli(*args, check=False)
+    assert_user_error(proc, *words)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("trace = [unclosed\n", ("not valid TOML",)),
+        ('trace = "default"\ncolour = "red"\n', ("unknown key", "colour")),
+        ('congestion = "extreme"\n', ("congestion", "extreme")),
+        ("jobs = -3\n", ("jobs", "positive")),
+        ('trace = "synthetic"\n', ("[synthetic]",)),
+    ],
+)
+def test_bad_toml_files(tmp_path, text, words):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    assert_user_error(cli("simulate", "-s", str(path), check=False), *words)
+
+
+def test_scenario_validation_in_process():
+    with pytest.raises(ScenarioError, match="fabric"):
+        scenario_from_dict({"name": "x", "fabric": "copper"})
+    with pytest.raises(ScenarioError, match="seeds"):
+        scenario_from_dict({"name": "x", "seeds": ["a"]})
+    s = SCENARIOS["default"].replace(jobs=5)
+    assert len(s.build_trace(0)) == 5
+
+
+def test_traces_inspect_and_convert(tmp_path):
+    out = cli("traces", "inspect", "default").stdout
+    for word in ("jobs", "span", "arrival rate", "GPUs per job", "models", "GPU-hours", "p50"):
+        assert word in out
+    cli("traces", "convert", "-s", "small", str(tmp_path / "s.parquet"))
+    cli("traces", "convert", "-s", "small", str(tmp_path / "s.csv"))
+    a = pd.read_parquet(tmp_path / "s.parquet")
+    b = pd.read_csv(tmp_path / "s.csv")
+    assert len(a) == len(b) == 16
+    back = cli("traces", "inspect", str(tmp_path / "s.csv")).stdout
+    assert "16" in back
+    listing = cli("traces", "list").stdout
+    assert "default" in listing and "seed-week" in listing
+    assert_user_error(cli("traces", "convert", "default", str(tmp_path / "x.txt"), check=False))
+
+
+@pytest.mark.skipif(find_data_dir() is None, reason="needs ../shared/data (or $DDL_GYM_DATA)")
+def test_traces_inspect_real_file():
+    out = cli("traces", "inspect", "seed-week").stdout
+    assert "411" in out
+
+
+def test_bench(tmp_path):
+    out = cli("bench", "-s", "small", "--repeat", "1", "--no-progress").stdout
+    assert "jobs_per_s" in out and "small" in out
