@@ -111,3 +111,17 @@ def run_simulation(
     result = simulate(trace, cluster, runner, seed=seed, **kwargs)
     placements = runner.segments(result, cluster) if record_placements else None
     return SimRun(result, placements, cluster, trace.name, len(trace))
+
+
+def simulate_cell(
+    scenario: dict[str, Any], policy: str, congestion: str | float, seed: int = 0
+) -> dict[str, Any]:
+    """One grid cell as a pure function of plain data (picklable for Ray):
+    the cell's keys and its summary metrics."""
+    from ddl_gym.scenarios import scenario_from_dict
+    from scripts.cli_common import make_policy
+
+    s = scenario_from_dict({**scenario, "congestion": congestion}, source="cell")
+    sim = run_simulation(s, make_policy(policy), seed=seed, record_placements=False)
+    keys = {"policy": policy, "workload": sim.trace_name, "congestion": str(congestion)}
+    return {**keys, "seed": seed, **sim.result.summary}
