@@ -178,3 +178,39 @@ def test_traces_inspect_real_file():
 def test_bench(tmp_path):
     out = cli("bench", "-s", "small", "--repeat", "1", "--no-progress").stdout
     assert "jobs_per_s" in out and "small" in out
+
+
+def test_train_and_evaluate_delegate(tmp_path):
+    out = tmp_path / "agent"
+    proc = cli(
+        "train",
+        "-s",
+        "default",
+        "--out",
+        str(out),
+        "--timesteps",
+        "64",
+        "--",
+        "--vec-env",
+        "dummy",
+        "--no-progress",
+    )
+    assert "best model" in proc.stdout
+    assert (out / "train_config.toml").is_file()
+    model = next(out.glob("*.zip"))
+    ev = cli(
+        "evaluate",
+        "-s",
+        "default",
+        "--model",
+        str(model),
+        "--seeds",
+        "0",
+        "--",
+        "--baselines",
+        "fifo",
+        "--window-h",
+        "2",
+    )
+    assert "fifo" in ev.stdout and "mean JCT" in ev.stdout
+    assert_user_error(cli("train", "-s", "small", "--out", str(out), check=False), "synthetic")
