@@ -125,3 +125,21 @@ def simulate_cell(
     sim = run_simulation(s, make_policy(policy), seed=seed, record_placements=False)
     keys = {"policy": policy, "workload": sim.trace_name, "congestion": str(congestion)}
     return {**keys, "seed": seed, **sim.result.summary}
+
+
+JOB_FIELDS = ("job_id", "model", "gpus", "jct_s", "queueing_s", "comm_s", "preemptions", "level")
+
+
+def compare_cell(
+    scenario: dict[str, Any], policy: str, congestion: str | float, seed: int = 0
+) -> dict[str, Any]:
+    """``simulate_cell`` plus the cell's per-job table under ``"jobs"`` (for
+    JCT distributions)."""
+    from ddl_gym.scenarios import scenario_from_dict
+    from scripts.cli_common import make_policy
+
+    s = scenario_from_dict({**scenario, "congestion": congestion}, source="cell")
+    sim = run_simulation(s, make_policy(policy), seed=seed, record_placements=False)
+    keys = {"policy": policy, "workload": sim.trace_name, "congestion": str(congestion)}
+    jobs = sim.result.jobs[list(JOB_FIELDS)].reset_index(drop=True)
+    return {**keys, "seed": seed, **sim.result.summary, "jobs": jobs}

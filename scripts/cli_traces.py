@@ -18,7 +18,6 @@ from ddl_gym.traces import SCHEMA_COLUMNS, Trace, detect_family, discover_traces
 from scripts.cli_common import CliError, add_scenario_args, epilog, resolve_scenario, text_table
 from scripts.report import parquet_available
 
-
 NAMED = [n for n in BUILTIN_TRACES if n != "synthetic"]
 
 

@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 COMMANDS = (
     "scenarios",
     "simulate",
-    # "compare": added with the grid (scripts/compare.py)
+    "compare",
     "train",
     "evaluate",
     "calibrate",
@@ -214,3 +214,76 @@ def test_train_and_evaluate_delegate(tmp_path):
     )
     assert "fifo" in ev.stdout and "mean JCT" in ev.stdout
     assert_user_error(cli("train", "-s", "small", "--out", str(out), check=False), "synthetic")
+
+
+def test_compare_local_writes_cells_and_report(tmp_path):
+    out = cli(
+        "compare",
+        "-s",
+        "small",
+        "--policies",
+        "fifo",
+        "--seeds",
+        "0,1",
+        "--out",
+        str(tmp_path),
+        "--name",
+        "c",
+        "--no-progress",
+    ).stdout
+    folder = tmp_path / "c"
+    summary = pd.read_csv(folder / "summary.csv")
+    assert len(summary) == 1 * 2 * 2  # policies x the scenario's 2 levels x seeds
+    assert len(list((folder / "cells").glob("*.json"))) == 4
+    for f in ("metrics.png", "levels.png", "jct_cdf.png", "report.md", "jobs.parquet"):
+        assert (folder / f).is_file(), f
+    assert "fifo" in out
+    again = cli("compare", "--config", str(folder / "config.toml"), "--no-save", "--no-progress")
+    assert again.stdout.splitlines()[1:] == out.splitlines()[1:-1]
+    assert_user_error(
+        cli("compare", "-s", "small", "--policies", "fifo,bogus", "--no-save", check=False),
+        "bogus",
+    )
+
+
+def test_compare_ctrl_c_keeps_finished_cells(tmp_path):
+    import signal
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "scripts.cli",
+            "compare",
+            "-s",
+            "default",
+            "--policies",
+            "fifo",
+            "--seeds",
+            ",".join(map(str, range(20))),
+            "--out",
+            str(tmp_path),
+            "--name",
+            "i",
+            "--no-progress",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    cells = tmp_path / "i" / "cells"
+    deadline = time.time() + 120
+    while time.time() < deadline and not (cells.is_dir() and any(cells.iterdir())):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (stdout, stderr)
+    assert "Traceback" not in stderr
+    finished = len(list(cells.glob("*.json")))
+    summary = pd.read_csv(tmp_path / "i" / "summary.csv")
+    assert 1 <= len(summary) == finished < 60
+    assert "interrupted" in (tmp_path / "i" / "report.md").read_text()

@@ -91,3 +91,31 @@ def test_rllib_ppo_one_iteration_with_masking(ray_local):
         assert probs[invalid].sum() < 1e-6
     finally:
         algo.stop()
+
+
+def test_cli_compare_ray_equals_local(tmp_path):
+    """Through the real entry point: the summary tables are identical."""
+    import os
+    import subprocess
+    import sys
+
+    def compare(backend: str) -> pd.DataFrame:
+        args = ["compare", "-s", "small", "--policies", "fifo", "--seeds", "0,1"]
+        args += ["--backend", backend, "--out", str(tmp_path), "--name", backend, "--no-progress"]
+        if backend == "ray":
+            args += ["--num-cpus", "2"]
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        proc = subprocess.run(
+            [sys.executable, "-m", "scripts.cli", *args],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return pd.read_csv(tmp_path / backend / "summary.csv")
+
+    local, remote = compare("local"), compare("ray")
+    assert len(local) == 4
+    pd.testing.assert_frame_equal(local, remote)
