@@ -110,21 +110,30 @@ def _varying(df: pd.DataFrame, keys: Sequence[str] = KEY_COLUMNS) -> list[str]:
 
 
 def plot_jct_cdf(jobs: pd.DataFrame, path: Path) -> Path:
-    keys = _varying(jobs) or ["policy"]
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
-    for name, grp in jobs.groupby(keys, sort=False):
-        jct = np.sort(grp["jct_s"].dropna().to_numpy()) / 3600.0
-        if len(jct) == 0:
-            continue
-        y = np.arange(1, len(jct) + 1) / len(jct)
-        label = " / ".join(map(str, name)) if isinstance(name, tuple) else str(name)
-        ax.step(jct, y, where="post", label=label)
-    ax.set_xscale("log")
-    ax.set_xlabel("job completion time (h, log scale)")
-    ax.set_ylabel("fraction of jobs")
-    ax.set_title("JCT CDF")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    """One panel per congestion level (when it varies), one line per policy
+    (and seed / workload when those vary)."""
+    varying = _varying(jobs)
+    facet = "congestion" if "congestion" in varying else None
+    keys = [k for k in varying if k != facet] or ["policy"]
+    panels = list(dict.fromkeys(jobs[facet])) if facet else [None]
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=(4.2 * len(panels) + 1, 3.8), sharey=True, squeeze=False
+    )
+    for ax, panel in zip(axes[0], panels, strict=True):
+        sub = jobs if facet is None else jobs[jobs[facet] == panel]
+        for name, grp in sub.groupby(keys, sort=False):
+            jct = np.sort(grp["jct_s"].dropna().to_numpy()) / 3600.0
+            if len(jct) == 0:
+                continue
+            y = np.arange(1, len(jct) + 1) / len(jct)
+            label = " / ".join(map(str, name)) if isinstance(name, tuple) else str(name)
+            ax.step(jct, y, where="post", label=label)
+        ax.set_xscale("log")
+        ax.set_xlabel("JCT (h, log scale)")
+        ax.set_title("JCT CDF" + (f", congestion {panel}" if facet else ""), fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("fraction of jobs")
+    axes[0][-1].legend(fontsize=7)
     return _save(fig, path)
 
 
