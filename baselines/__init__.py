@@ -1,0 +1,89 @@
+"""Heuristic schedulers acting through the engine's actions.
+
+``make_policy(name, **kwargs)`` builds one by registry name; keyword
+arguments override the policy's parameters. Each policy has a ``name``,
+``reset(view, seed=None)``, ``act(view)`` and ``engine_kwargs()`` (the engine
+settings it needs, which ``scripts/compare.py`` merges into ``simulate``).
+
+==============  ==============================================================
+name            policy
+==============  ==============================================================
+fifo            first come first served, first fit at any level, no backfill
+consolidation   FIFO that only accepts a one-machine (one-rack if larger than
+                a machine; network if larger than a rack) placement
+sjf             shortest (remaining GPU-time) job first, backfilling
+srtf            shortest remaining GPU-time first, preemptive
+tiresias        discretised 2D-LAS, starvation promotion, sensitive models
+                kept within a rack
+gandiva         affinity packing by GPU demand, migration of fragmented jobs,
+                no checkpoint cost
+dally-delay     Dally layer 1 only: delay timers 1/2 leases, no preemption
+dally-1-2       Dally layers 1+2: delay timers 1/2 leases + network-sensitive
+                preemption at lease expiry
+dally-6-12      the same with timers 6/12 leases
+dally           Dally, all three layers: + auto-tuned timers
+random          random valid actions (seeded)
+==============  ==============================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .common import DEFAULT_ENGINE_KWARGS, BasePolicy
+from .consolidation import ConsolidationPolicy
+from .dally import AutoTuner, DallyPolicy
+from .fifo import FifoPolicy
+from .gandiva import GandivaPolicy
+from .random_policy import RandomPolicy
+from .sjf import SjfPolicy, SrtfPolicy
+from .tiresias import TiresiasPolicy
+
+_FACTORIES: dict[str, Callable[..., BasePolicy]] = {
+    "fifo": FifoPolicy,
+    "consolidation": ConsolidationPolicy,
+    "sjf": SjfPolicy,
+    "srtf": SrtfPolicy,
+    "tiresias": TiresiasPolicy,
+    "gandiva": GandivaPolicy,
+    "dally-delay": lambda **kw: DallyPolicy(
+        **{"rack_timer": 1, "network_timer": 2, "preempt": False, "name": "dally-delay", **kw}
+    ),
+    "dally-1-2": lambda **kw: DallyPolicy(
+        **{"rack_timer": 1, "network_timer": 2, "name": "dally-1-2", **kw}
+    ),
+    "dally-6-12": lambda **kw: DallyPolicy(
+        **{"rack_timer": 6, "network_timer": 12, "name": "dally-6-12", **kw}
+    ),
+    "dally": lambda **kw: DallyPolicy(**{"auto_tune": True, "name": "dally", **kw}),
+    "random": RandomPolicy,
+}
+
+POLICY_NAMES: tuple[str, ...] = tuple(_FACTORIES)
+
+
+def make_policy(name: str, **kwargs: Any) -> BasePolicy:
+    """A fresh policy by registry name (see ``POLICY_NAMES``)."""
+    try:
+        factory = _FACTORIES[name]
+    except KeyError:
+        raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICY_NAMES)}") from None
+    return factory(**kwargs)
+
+
+__all__ = [
+    "DEFAULT_ENGINE_KWARGS",
+    "POLICY_NAMES",
+    "AutoTuner",
+    "BasePolicy",
+    "ConsolidationPolicy",
+    "DallyPolicy",
+    "FifoPolicy",
+    "GandivaPolicy",
+    "RandomPolicy",
+    "SjfPolicy",
+    "SrtfPolicy",
+    "TiresiasPolicy",
+    "make_policy",
+]

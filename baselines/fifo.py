@@ -2,7 +2,8 @@
 
 The head of the queue is placed as soon as enough GPUs are free anywhere
 (the packer still picks the tightest placement); nothing behind it may pass
-(no backfilling), as in a plain FIFO queue.
+(no backfilling), as in a plain FIFO queue. No source beyond the textbook
+rule; it is the floor every other policy should beat.
 """
 
 from __future__ import annotations
@@ -10,12 +11,11 @@ from __future__ import annotations
 from ddl_gym.engine import WAIT, Action, EngineView, Place
 from ddl_gym.perf import Level
 
+from .common import BasePolicy
 
-class FifoPolicy:
+
+class FifoPolicy(BasePolicy):
     name = "fifo"
-
-    def reset(self, view: EngineView, seed: int | None = None) -> None:
-        pass
 
     def act(self, view: EngineView) -> Action:
         pending = view.pending

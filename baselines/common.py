@@ -1,0 +1,216 @@
+"""Helpers shared by the baseline policies.
+
+The policies split a decision the way Blox does:
+
+* **scheduling** picks *which* job goes next (a priority order over the queue
+  and, for preemptive policies, over the running jobs);
+* **placement** picks *where* (the widest level a job accepts now; the
+  engine's best-fit packer then chooses the servers);
+* **admission** decides whether a job may start at all now (e.g. a delay
+  timer that has not fired, a consolidated placement that is not free).
+
+Everything here is a pure function of the engine view plus, where noted, the
+policy's own state; no module-level mutable state.
+
+Some engine fields are only brought up to date when a job stops or is
+re-rated (``attained``, ``compute_time``, ``comm_time``), so the live values of
+a running job are computed here from its current segment (see
+``attained_service`` and ``live_efficiency``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddl_gym.engine import WAIT, Action, EngineView, Job, Place, Preempt, Status
+from ddl_gym.engine.packer import find_placement
+from ddl_gym.perf import Level
+from ddl_gym.topology import Cluster
+
+# Engine settings every policy runs with unless it says otherwise: the seed's
+# checkpoint/restore cost of 1 s per GPU, no leases (decision points only at
+# events and the policy's own wake-ups).
+DEFAULT_ENGINE_KWARGS: dict[str, Any] = {"restore_s_per_gpu": 1.0}
+
+EPS = 1e-9
+
+
+def size_level(cluster: Cluster, gpus: int) -> Level:
+    """The tightest level a job of ``gpus`` GPUs can ever get."""
+    if gpus <= cluster.gpus_per_server:
+        return Level.MACHINE
+    if gpus <= cluster.gpus_per_rack:
+        return Level.RACK
+    return Level.NETWORK
+
+
+def attained_service(view: EngineView, job: Job) -> float:
+    """GPU-seconds the job has held so far (``attained`` is only updated when
+    a job stops, so add the running segment)."""
+    if job.status == Status.RUNNING:
+        return job.attained + job.gpus * (view.now - job.started_at)
+    return job.attained
+
+
+def live_efficiency(view: EngineView, job: Job) -> float:
+    """``job.efficiency`` including the running segment not yet settled by the
+    engine: time-averaged compute / (compute + exposed communication); 0 for a
+    job that never computed (new jobs come first, as in the seed)."""
+    compute = job.compute_time
+    comm = job.comm_time
+    if job.status == Status.RUNNING:
+        start = max(job.last_update, job.busy_until)
+        dt = view.now - start
+        if dt > 0:
+            compute += dt * job.t_compute / job.t_iter
+            comm += dt * job.exposed / job.t_iter
+    busy = compute + comm
+    return compute / busy if busy > 0 else 0.0
+
+
+def first_placeable(
+    view: EngineView, jobs: Iterable[Job], level_of: Callable[[Job], Level | None]
+) -> Action:
+    """``Place`` the first job (in the given order) that fits now at the level
+    ``level_of`` allows (``None``: the job must not start now); else ``Wait``."""
+    free = view.total_free
+    for job in jobs:
+        if job.gpus > free:
+            continue
+        level = level_of(job)
+        if level is not None and view.can_place(job, level):
+            return Place(job.index, level)
+    return WAIT
+
+
+def free_after(view: EngineView, released: Iterable[Job]) -> list[int]:
+    """Free GPUs per server if the ``released`` running jobs gave theirs back."""
+    free = list(view.free_per_server)
+    for job in released:
+        for server, g in job.placement:
+            free[server] += g
+    return free
+
+
+def fits(cluster: Cluster, free: Sequence[int], gpus: int, level: Level) -> bool:
+    """Whether the packer would find a placement within ``level`` on ``free``."""
+    return placement_on(cluster, free, gpus, level) is not None
+
+
+def placement_on(
+    cluster: Cluster, free: Sequence[int], gpus: int, level: Level
+) -> list[tuple[int, int]] | None:
+    """The packer's placement of ``gpus`` GPUs within ``level`` on ``free``."""
+    if gpus > sum(free):
+        return None
+    S = cluster.servers_per_rack
+    rack_free = [sum(free[r * S : (r + 1) * S]) for r in range(cluster.racks)]
+    return find_placement(list(free), rack_free, S, cluster.gpus_per_server, gpus, level)
+
+
+def victims_for(
+    view: EngineView, job: Job, level: Level, candidates: Sequence[Job]
+) -> list[Job] | None:
+    """The fewest running ``candidates`` (taken from the front: pass them worst
+    priority first) whose release lets ``job`` be placed within ``level``;
+    ``None`` if even all of them are not enough."""
+    cluster = view.cluster
+    if job.gpus > view.total_free + sum(c.gpus for c in candidates):
+        return None
+    chosen: list[Job] = []
+    free = list(view.free_per_server)
+    for victim in candidates:
+        chosen.append(victim)
+        for server, g in victim.placement:
+            free[server] += g
+        if fits(cluster, free, job.gpus, level):
+            break
+    else:
+        return None
+    # drop victims that turned out unnecessary (a worse one on the wrong rack)
+    for victim in list(chosen[:-1]):
+        rest = [v for v in chosen if v is not victim]
+        if fits(cluster, free_after(view, rest), job.gpus, level):
+            chosen = rest
+    return chosen
+
+
+@dataclass
+class WakeUps:
+    """Wake-up times a policy already asked the engine for (no duplicates)."""
+
+    asked: set[float] = field(default_factory=set)
+
+    def at(self, view: EngineView, t: float) -> None:
+        if t > view.now + EPS and t not in self.asked and math.isfinite(t):
+            self.asked.add(t)
+            view.wake_at(t)
+
+    def clear(self) -> None:
+        self.asked.clear()
+
+
+class PriorityPreemptive:
+    """Preemptive priority scheduling shared by SRTF and Tiresias.
+
+    Scheduling: ``key(job)`` orders all jobs (lower is better; ties broken by
+    job index so the order is total and preemption chains end). Placement:
+    ``level_of(job)`` is the widest level the job accepts. A waiting job that
+    fits now starts; one that does not fit preempts the fewest running jobs of
+    strictly worse priority that make room at its level (worst first), never
+    preempting for a placement that would still not fit.
+    """
+
+    def _order(self, view: EngineView, jobs: Iterable[Job]) -> list[tuple[Any, Job]]:
+        return sorted(((self.key(view, j), j.index), j) for j in jobs)  # type: ignore[misc]
+
+    def key(self, view: EngineView, job: Job) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def level_of(self, view: EngineView, job: Job) -> Level:
+        return Level.NETWORK
+
+    def schedule(self, view: EngineView) -> Action:
+        pending = self._order(view, view.pending)
+        if not pending:
+            return WAIT
+        running = self._order(view, view.running)
+        # A later (worse) job of the same size and level can neither fit where
+        # this one did not nor find more victims: skip it (state is fixed
+        # during the pass).
+        failed: set[tuple[int, Level]] = set()
+        for pkey, job in pending:
+            level = self.level_of(view, job)
+            if (job.gpus, level) in failed:
+                continue
+            if job.gpus <= view.total_free and view.can_place(job, level):
+                return Place(job.index, level)
+            worse = [j for rkey, j in reversed(running) if rkey > pkey]
+            victims = victims_for(view, job, level, worse) if worse else None
+            if victims:
+                return Preempt(victims[0].index)
+            failed.add((job.gpus, level))
+        return WAIT
+
+
+class BasePolicy:
+    """What every baseline shares: a ``name``, the engine settings it needs
+    (``engine_kwargs``, merged into ``simulate`` by ``scripts/compare.py``),
+    whether its decisions depend on the seed, and a no-op ``reset``."""
+
+    name: str = "base"
+    # False when the seed changes decisions (only ``random``): a comparison
+    # grid may then skip repeating deterministic policies on a fixed trace.
+    deterministic: bool = True
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        return dict(DEFAULT_ENGINE_KWARGS)
+
+    def reset(self, view: EngineView, seed: int | None = None) -> None:
+        pass
+
+    def act(self, view: EngineView) -> Action:  # pragma: no cover - abstract
+        raise NotImplementedError

@@ -1,0 +1,306 @@
+"""Dally, the seed paper's scheduler, as three layers switchable one by one.
+
+Source: Sharma et al., "GPU Cluster Scheduling for Network-Sensitive Deep
+Learning" (arXiv 2401.16492, v2 "Dally"), as summarised in DESIGN.md
+section 1; written from that description, not from the authors' code.
+
+1. **Delay scheduling** (admission + placement). Each waiting job has a
+   ``rack_timer`` and a ``network_timer`` in lease units, counted from its
+   last resource change (arrival or preemption, ``view.waited``). Until
+   ``rack_timer`` leases have passed it accepts only a one-machine placement,
+   until ``network_timer`` only a one-rack one, then any. A job larger than a
+   machine skips the machine wait, larger than a rack the rack wait. The
+   policy asks for a wake-up when a timer fires, so a job takes the wider
+   placement exactly then. Defaults 1 and 2 leases.
+2. **Network-sensitive preemption** (scheduling). GPUs are leased
+   (``lease_s`` = 20 s). When leases expire, the GPUs of the expired jobs
+   plus the free ones are re-offered to the waiting jobs and to the expired
+   jobs themselves in ascending order of placement efficiency (time-averaged
+   compute / (compute + exposed communication), 0 for a job that never ran):
+   an expired job keeps its GPUs if none of the jobs before it took any of
+   them, otherwise it is preempted (checkpoint: 1 s per GPU, the engine's
+   ``restore_s_per_gpu``). The re-offer is dry-run on a copy of the free
+   GPUs with the engine's own packer; the winners are then placed by the
+   ordinary placement pass. Our choices: ties go to the incumbent (no
+   preemption for nothing), then to the earlier arrival; all placement
+   passes (not only re-offers) serve waiting jobs in efficiency order, so
+   without layer 2 (nobody was ever preempted, everyone has efficiency 0) the
+   order is plain arrival order with per-job backfilling.
+3. **Auto-tuner** (admission). Per GPU demand, a sliding window of
+   ``window_h`` hours of the waits (in leases) jobs actually had before
+   getting a machine-level and a rack-level placement;
+   ``rack_timer = min(ceil(0.8 H), max(6, ceil(mean + 2 std)))`` over machine
+   waits and ``network_timer = min(H, max(12, ceil(mean + 2 std)))`` over rack
+   waits (population std; an empty history counts as one wait of 1 lease).
+   The formula caps timers with ``H`` itself: we take it literally, i.e. the
+   caps are ``ceil(0.8 H)`` and ``H`` leases with ``H`` the window in hours
+   (default 24 h: timers between 6 and 20, and 12 and 24 leases).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddl_gym.engine import WAIT, Action, EngineView, Job, Preempt, Status, Wait
+from ddl_gym.engine.actions import Place
+from ddl_gym.perf import Level, shape_of
+
+from .common import (
+    DEFAULT_ENGINE_KWARGS,
+    EPS,
+    BasePolicy,
+    WakeUps,
+    free_after,
+    live_efficiency,
+    placement_on,
+    size_level,
+)
+
+SEED_LEASE_S = 20.0
+
+
+@dataclass
+class _Window:
+    """Waits of one (GPU demand, level) in time order, with running sums."""
+
+    samples: deque = field(default_factory=deque)  # (time placed, wait in leases)
+    total: float = 0.0
+    total_sq: float = 0.0
+
+    def add(self, t: float, wait: float) -> None:
+        self.samples.append((t, wait))
+        self.total += wait
+        self.total_sq += wait * wait
+
+    def drop_before(self, horizon: float) -> None:
+        while self.samples and self.samples[0][0] < horizon:
+            _, wait = self.samples.popleft()
+            self.total -= wait
+            self.total_sq -= wait * wait
+
+    def spread(self) -> int:
+        """``ceil(mean + 2 std)`` (population std); an empty window counts as 1."""
+        n = len(self.samples)
+        if not n:
+            return 1
+        mean = self.total / n
+        std = math.sqrt(max(0.0, self.total_sq / n - mean * mean))
+        return math.ceil(mean + 2.0 * std - 1e-9)
+
+
+@dataclass
+class AutoTuner:
+    """Per-GPU-demand history of waits and the seed's timer formula."""
+
+    window_h: float = 24.0
+    windows: dict[tuple[int, Level], _Window] = field(default_factory=dict)
+
+    def record(self, gpus: int, level: Level, wait_leases: float, now: float) -> None:
+        """A job of ``gpus`` GPUs got a placement of ``level`` after waiting."""
+        if level == Level.NETWORK:
+            return
+        self.windows.setdefault((gpus, Level(level)), _Window()).add(now, wait_leases)
+
+    def spread(self, gpus: int, level: Level, now: float) -> int:
+        window = self.windows.get((gpus, level))
+        if window is None:
+            return 1
+        window.drop_before(now - self.window_h * 3600.0)
+        return window.spread()
+
+    def timers(self, gpus: int, now: float) -> tuple[int, int]:
+        """``(rack_timer, network_timer)`` in leases for a job of ``gpus`` GPUs."""
+        H = self.window_h
+        rack = min(math.ceil(0.8 * H), max(6, self.spread(gpus, Level.MACHINE, now)))
+        net = min(H, max(12, self.spread(gpus, Level.RACK, now)))
+        return int(rack), int(net)
+
+
+@dataclass
+class DallyPolicy(BasePolicy):
+    """Dally; see the module docstring. ``preempt`` switches layer 2 on,
+    ``auto_tune`` layer 3 (then ``rack_timer``/``network_timer`` are unused)."""
+
+    rack_timer: float = 1.0
+    network_timer: float = 2.0
+    preempt: bool = True
+    auto_tune: bool = False
+    lease_s: float = SEED_LEASE_S
+    window_h: float = 24.0
+    name: str = "dally"
+    tuner: AutoTuner = field(init=False, repr=False)
+    _wake: WakeUps = field(default_factory=WakeUps, repr=False)
+    _losers: list[int] = field(default_factory=list, repr=False)
+    _planned_at: float = field(default=-math.inf, repr=False)
+    _timer_cache: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)
+    _timer_cache_at: float = field(default=-math.inf, repr=False)
+    _asked: dict[int, tuple[float, float, float]] = field(default_factory=dict, repr=False)
+    _sorted: list[tuple[float, float, int]] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        self.tuner = AutoTuner(self.window_h)
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        # leases only matter to layer 2; without it the timers fire through
+        # wake-ups, and lease instants would only cost time
+        lease = self.lease_s if self.preempt else None
+        return {**DEFAULT_ENGINE_KWARGS, "lease_s": lease}
+
+    def reset(self, view: EngineView, seed: int | None = None) -> None:
+        self.tuner = AutoTuner(self.window_h)
+        self._wake.clear()
+        self._losers = []
+        self._planned_at = -math.inf
+        self._timer_cache_at = -math.inf
+        self._asked.clear()
+        self._sorted = None
+
+    # -- layer 1 (+3): admission by delay timers --------------------------
+    def timers(self, job: Job, now: float) -> tuple[float, float]:
+        if not self.auto_tune:
+            return self.rack_timer, self.network_timer
+        # the history changes only when a job is placed: cache per instant
+        if self._timer_cache_at != now:
+            self._timer_cache_at = now
+            self._timer_cache.clear()
+        timers = self._timer_cache.get(job.gpus)
+        if timers is None:
+            timers = self._timer_cache[job.gpus] = self.tuner.timers(job.gpus, now)
+        return timers
+
+    def allowed_level(self, view: EngineView, job: Job) -> Level:
+        """The widest level the job accepts now."""
+        tight = size_level(view.cluster, job.gpus)
+        if tight == Level.NETWORK:
+            return tight
+        waited = view.waited(job) / self.lease_s
+        rack_timer, network_timer = self.timers(job, view.now)
+        if tight == Level.MACHINE and waited < rack_timer - EPS:
+            return Level.MACHINE
+        if waited < network_timer - EPS:
+            return Level.RACK
+        return Level.NETWORK
+
+    def _ask_wakeups(self, view: EngineView) -> None:
+        for job in view.pending:
+            tight = size_level(view.cluster, job.gpus)
+            if tight == Level.NETWORK:
+                continue
+            rack_timer, network_timer = self.timers(job, view.now)
+            asked = (job.queued_since, rack_timer, network_timer)
+            if self._asked.get(job.index) == asked:
+                continue  # same timers since the same resource change: done
+            self._asked[job.index] = asked
+            fires = [network_timer] if tight == Level.RACK else [rack_timer, network_timer]
+            for timer in fires:
+                self._wake.at(view, job.queued_since + timer * self.lease_s)
+
+    # -- layer 2: re-offer expired leases by efficiency ---------------------
+    def _queue(self, view: EngineView) -> list[tuple[float, float, int]]:
+        """Waiting jobs as ``(efficiency, arrival, index)``, best first. A
+        waiting job's efficiency is frozen, and the queue changes only at
+        arrivals and by this policy's own actions, so it is cached."""
+        if self._sorted is None:
+            self._sorted = sorted((j.efficiency, j.arrival, j.index) for j in view.pending)
+        return self._sorted
+
+    def _reoffer(self, view: EngineView) -> list[int]:
+        """Expired-lease jobs that lose their GPUs in the re-offer."""
+        expired = [j for j in view.lease_expired if j.status == Status.RUNNING]
+        if not expired:
+            return []
+        eff = {j.index: live_efficiency(view, j) for j in expired}
+        queue = self._queue(view)
+        n_challengers = bisect_left(queue, (max(eff.values()), -math.inf, -1))
+        if not n_challengers:
+            return []
+        cluster = view.cluster
+        pool = free_after(view, expired)
+        pool_total = sum(pool)
+        # the pool only changes when someone takes GPUs: memoise the packer
+        fits: dict[tuple[int, Level], list[tuple[int, int]] | None] = {}
+        offers = sorted(
+            [(eff[j.index], 0, j.arrival, j.index) for j in expired]
+            + [(e, 1, a, i) for e, a, i in queue[:n_challengers]]
+        )
+        losers: list[int] = []
+        left = len(expired)
+        for _, challenger, _, index in offers:
+            job = view.job(index)
+            if not challenger:
+                left -= 1
+                if all(pool[s] >= g for s, g in job.placement):
+                    for s, g in job.placement:
+                        pool[s] -= g
+                    pool_total -= job.gpus
+                    fits.clear()
+                else:
+                    losers.append(index)
+                if not left:
+                    break
+                continue
+            if job.gpus > pool_total:
+                continue
+            key = (job.gpus, self.allowed_level(view, job))
+            if key not in fits:
+                fits[key] = placement_on(cluster, pool, job.gpus, key[1])
+            placement = fits[key]
+            if placement is not None:
+                for s, g in placement:
+                    pool[s] -= g
+                pool_total -= job.gpus
+                fits.clear()
+        return losers
+
+    # -- the policy ---------------------------------------------------------
+    def act(self, view: EngineView) -> Action:
+        action = self._decide(view)
+        if not isinstance(action, Wait):
+            self._sorted = None  # the queue changes
+        return action
+
+    def _decide(self, view: EngineView) -> Action:
+        pending = view.pending
+        if not pending:
+            return WAIT
+        if self._planned_at != view.now:  # first call at this instant
+            self._planned_at = view.now
+            self._losers = []
+            events = view.events
+            if any(kind == "arrival" for kind, _ in events):
+                self._sorted = None
+            if self.preempt and view.lease_expired:
+                self._losers = self._reoffer(view)
+                # Nothing but leases expired and nobody lost: resources are as
+                # at the last decision point, where nothing could start (timers
+                # firing come as wake-ups), so skip the placement pass.
+                if not self._losers and all(kind == "lease" for kind, _ in events):
+                    return WAIT
+        while self._losers:
+            job = view.job(self._losers.pop(0))
+            if job.status == Status.RUNNING:
+                return Preempt(job.index)
+        free = view.total_free
+        failed: set[tuple[int, Level]] = set()  # state is fixed during the pass
+        for _, _, index in self._queue(view):
+            job = view.job(index)
+            if job.gpus > free:
+                continue
+            level = self.allowed_level(view, job)
+            if (job.gpus, level) in failed:
+                continue
+            placement = view.placement_for(job, level)
+            if placement is None:
+                failed.add((job.gpus, level))
+            else:
+                if self.auto_tune:
+                    got = shape_of(placement, view.cluster.servers_per_rack).level
+                    self.tuner.record(job.gpus, got, view.waited(job) / self.lease_s, view.now)
+                    self._timer_cache_at = -math.inf
+                return Place(job.index, level)
+        self._ask_wakeups(view)
+        return WAIT

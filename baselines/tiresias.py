@@ -1,0 +1,125 @@
+"""Tiresias: discretised two-dimensional least-attained-service (2D-LAS).
+
+Sources: Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep
+Learning", NSDI'19 (2D-LAS, discretised priority queues, FIFO inside a
+queue, starvation promotion), and the seed paper's use of it as a baseline
+(models classed as consolidation-sensitive or not; sensitive ones never
+placed across racks unless larger than a rack). Our choices where those
+leave a number open:
+
+* scheduling: a job's attained service is GPUs x time held (2D). Queue ``k``
+  holds jobs whose attained service (since their last promotion) lies in
+  ``[thresholds[k-1], thresholds[k])``; defaults 1 and 10 GPU-hours (three
+  queues, a decade apart). Lower queue first, arrival order inside a queue.
+  A running job crossing a threshold is demoted at that instant (the policy
+  asks for a wake-up there) and may be preempted by a waiting job of a
+  higher queue, as Tiresias does.
+* starvation: a preempted job that has waited ``starve_factor`` times its
+  executed time (at least ``starve_min_s``) is promoted to the top queue
+  (its attained-service count restarts from there). Defaults 2x and 1 h.
+* placement: a model is *consolidation-sensitive* for a job size when the
+  performance model predicts it runs more than ``sensitivity`` (default
+  2.0) times slower across racks than at its tightest level (uncongested
+  network, i.e. a property of the model as in the seed, not of the moment).
+  On the seed fabric this classes ResNet50 and VGG11 (1.6x across racks) as
+  insensitive and ResNet18, MobileNetV3, BERT and AlexNet as sensitive, the
+  split the seed's calibration numbers suggest.
+  Sensitive jobs accept at most a one-rack placement unless larger than a
+  rack; insensitive jobs take the tightest placement at any level.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+from ddl_gym.engine import Action, EngineView, Job, Status, Wait
+from ddl_gym.perf import Level
+
+from .common import BasePolicy, PriorityPreemptive, WakeUps, attained_service, size_level
+
+HOUR = 3600.0
+
+
+@dataclass
+class TiresiasPolicy(PriorityPreemptive, BasePolicy):
+    thresholds_gpu_s: tuple[float, ...] = (1 * HOUR, 10 * HOUR)
+    starve_factor: float = 2.0
+    starve_min_s: float = 1 * HOUR
+    sensitivity: float = 2.0
+    name: str = "tiresias"
+    _offset: dict[int, float] = field(default_factory=dict, repr=False)
+    _sensitive: dict[tuple[str, int], bool] = field(default_factory=dict, repr=False)
+    _wake: WakeUps = field(default_factory=WakeUps, repr=False)
+    _keys: dict[int, tuple] = field(default_factory=dict, repr=False)
+
+    def reset(self, view: EngineView, seed: int | None = None) -> None:
+        self._offset.clear()
+        self._sensitive.clear()
+        self._wake.clear()
+        self._keys.clear()
+
+    # -- scheduling --------------------------------------------------------
+    def service(self, view: EngineView, job: Job) -> float:
+        """Attained GPU-service counted since the job's last promotion."""
+        return attained_service(view, job) - self._offset.get(job.index, 0.0)
+
+    def queue_of(self, view: EngineView, job: Job) -> int:
+        # a hair of tolerance: at the wake-up the crossing is exact
+        edges = [t - 1e-6 * t for t in self.thresholds_gpu_s]
+        return bisect_right(edges, self.service(view, job))
+
+    def key(self, view: EngineView, job: Job) -> tuple:
+        if job.status != Status.PENDING:
+            return (self.queue_of(view, job), job.arrival)
+        # a waiting job's key is frozen until it runs or is promoted: cache it
+        offset = self._offset.get(job.index, 0.0)
+        cached = self._keys.get(job.index)
+        if cached is None or cached[0] != (job.attained, offset):
+            cached = ((job.attained, offset), (self.queue_of(view, job), job.arrival))
+            self._keys[job.index] = cached
+        return cached[1]
+
+    def starve_at(self, job: Job) -> float:
+        return job.queued_since + max(self.starve_min_s, self.starve_factor * job.run_time)
+
+    def _promote_starving(self, view: EngineView) -> None:
+        for job in view.pending:
+            if job.preemptions and view.now >= self.starve_at(job) - 1e-9:
+                if self.service(view, job) > 0:
+                    self._offset[job.index] = job.attained
+
+    def _ask_wakeups(self, view: EngineView) -> None:
+        for job in view.running:
+            s = self.service(view, job)
+            for t in self.thresholds_gpu_s:
+                if s < t - 1e-6 * t:
+                    self._wake.at(view, view.now + (t - s) / job.gpus)
+                    break
+        for job in view.pending:
+            if job.preemptions and self.service(view, job) > 0:
+                self._wake.at(view, self.starve_at(job))
+
+    # -- placement ---------------------------------------------------------
+    def sensitive(self, view: EngineView, job: Job) -> bool:
+        key = (job.model, job.gpus)
+        if key not in self._sensitive:
+            perf = view.perf
+            tight = perf.slowdown(job.model, job.gpus, size_level(view.cluster, job.gpus))
+            wide = perf.slowdown(job.model, job.gpus, Level.NETWORK)
+            self._sensitive[key] = (
+                tight is not None and wide is not None and wide > self.sensitivity * tight
+            )
+        return self._sensitive[key]
+
+    def level_of(self, view: EngineView, job: Job) -> Level:
+        if size_level(view.cluster, job.gpus) < Level.NETWORK and self.sensitive(view, job):
+            return Level.RACK
+        return Level.NETWORK
+
+    def act(self, view: EngineView) -> Action:
+        self._promote_starving(view)
+        action = self.schedule(view)
+        if isinstance(action, Wait):
+            self._ask_wakeups(view)
+        return action
