@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from ddl_gym.scenarios import Scenario
+from ddl_gym.traces import find_data_dir
 from scripts.cli_common import (
     CliError,
     add_output_args,
@@ -79,21 +80,61 @@ class Grid:
     congestions: tuple[str | float, ...]
     seeds: tuple[int, ...]
 
-    def cells(self) -> list[dict[str, Any]]:
+    def plan(self) -> tuple[Callable[..., dict[str, Any]], list[dict[str, Any]]]:
+        """The cell function and its cells (keyword arguments), in order.
+
+        Scenarios that are one of scripts/compare.py's workloads on its
+        cluster, with no engine overrides, run its ``run_cell`` (so the CLI
+        and the comparison script give the same numbers); any other scenario
+        (own cluster, fabric, engine settings, synthetic or file workload)
+        runs ``cli_record.compare_cell``, which simulates the same way.
+        """
+        order = [(c, p, s) for c in self.congestions for p in self.policies for s in self.seeds]
+        workload = compare_workload(self.scenario)
+        if workload is not None:
+            from scripts import compare
+
+            data = find_data_dir()
+            extra = {"data_dir": str(data) if data else None, "max_jobs": self.scenario.jobs}
+            cells = [
+                {"policy": p, "workload": workload, "congestion": c, "seed": s, **extra}
+                for c, p, s in order
+            ]
+            return compare.run_cell, cells
+        from scripts.cli_record import compare_cell
+
         data = self.scenario.to_dict()
-        return [
-            {"scenario": data, "policy": p, "congestion": c, "seed": s}
-            for c in self.congestions
-            for p in self.policies
-            for s in self.seeds
-        ]
+        cells = [{"scenario": data, "policy": p, "congestion": c, "seed": s} for c, p, s in order]
+        return compare_cell, cells
+
+    def cells(self) -> list[dict[str, Any]]:
+        return self.plan()[1]
 
 
-def cell_function() -> Callable[..., dict[str, Any]]:
-    """The function one cell runs (module-level, so Ray can import it)."""
-    from scripts.cli_record import compare_cell
+# scenario workload -> scripts/compare.py workload of the same trace
+COMPARE_WORKLOADS = {
+    "default": "default",
+    "seed-week": "seed-1proc-week",
+    "philly-week": "philly-week",
+}
 
-    return compare_cell
+
+def compare_workload(scenario: Scenario) -> str | None:
+    """scripts/compare.py's name for the scenario's setting, if it has one."""
+    try:
+        from scripts import compare
+    except ImportError:
+        return None
+    overrides = (scenario.fabric, scenario.lease_s, scenario.tick_s)
+    if any(v is not None for v in overrides) or scenario.restore_s_per_gpu is not None:
+        return None
+    if scenario.clairvoyant is not None:
+        return None
+    name = COMPARE_WORKLOADS.get(scenario.trace)
+    workload = compare.WORKLOADS.get(name) if name else None
+    if workload is None or workload.cluster != scenario.cluster:
+        return None
+    return name
 
 
 def _as_congestion(text: str) -> str | float:
@@ -166,8 +207,7 @@ def run_grid(
     show_progress: bool,
 ) -> tuple[dict[int, dict[str, Any]], bool]:
     """Run every cell; returns the finished ones by index and whether all did."""
-    cells = grid.cells()
-    fn = cell_function()
+    fn, cells = grid.plan()
     done: dict[int, dict[str, Any]] = {}
     if folder is not None:
         (folder / "cells").mkdir(exist_ok=True)
@@ -177,7 +217,9 @@ def run_grid(
             # a Ctrl-C here would leave a cell on disk but not in the table
             with deferred_interrupt():
                 if folder is not None:
-                    row = {k: _clean(v) for k, v in result.items() if k != "jobs"}
+                    row = {
+                        k: _clean(v) for k, v in result.items() if k not in ("job_table", "jct_s")
+                    }
                     _cell_file(folder, i, cells[i]).write_text(json.dumps(row, indent=1))
                 done[i] = result
                 bar.update()
@@ -203,7 +245,10 @@ def frames(done: dict[int, dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame 
     rows, jobs = [], []
     for i in sorted(done):
         result = dict(done[i])
-        job_table = result.pop("jobs", None)
+        job_table = result.pop("job_table", None)
+        jct = result.pop("jct_s", None)  # scripts/compare.py's cells carry JCTs only
+        if job_table is None and jct is not None:
+            job_table = {"jct_s": list(jct)}
         rows.append(result)
         if job_table is not None:
             df = pd.DataFrame(job_table)

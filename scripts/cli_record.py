@@ -133,7 +133,7 @@ JOB_FIELDS = ("job_id", "model", "gpus", "jct_s", "queueing_s", "comm_s", "preem
 def compare_cell(
     scenario: dict[str, Any], policy: str, congestion: str | float, seed: int = 0
 ) -> dict[str, Any]:
-    """``simulate_cell`` plus the cell's per-job table under ``"jobs"`` (for
+    """``simulate_cell`` plus the cell's per-job table under ``"job_table"`` (for
     JCT distributions)."""
     from ddl_gym.scenarios import scenario_from_dict
     from scripts.cli_common import make_policy
@@ -142,4 +142,4 @@ def compare_cell(
     sim = run_simulation(s, make_policy(policy), seed=seed, record_placements=False)
     keys = {"policy": policy, "workload": sim.trace_name, "congestion": str(congestion)}
     jobs = sim.result.jobs[list(JOB_FIELDS)].reset_index(drop=True)
-    return {**keys, "seed": seed, **sim.result.summary, "jobs": jobs}
+    return {**keys, "seed": seed, **sim.result.summary, "job_table": jobs}
