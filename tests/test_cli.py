@@ -71,7 +71,9 @@ def test_scenarios_list_and_show_roundtrip(tmp_path):
 
 
 def test_simulate_writes_a_run_folder_that_repeats(tmp_path):
-    out = cli("simulate", "-s", "small", "--out", str(tmp_path), "--name", "r1").stdout
+    out = cli(
+        "simulate", "-s", "small", "-p", "dally", "--out", str(tmp_path), "--name", "r1"
+    ).stdout
     folder = tmp_path / "r1"
     for f in (
         "config.toml",
@@ -92,10 +94,14 @@ def test_simulate_writes_a_run_folder_that_repeats(tmp_path):
     report = (folder / "report.md").read_text()
     assert "![Placement timeline](timeline.png)" in report
     jobs = pd.read_parquet(folder / "jobs.parquet")
-    assert len(jobs) == 16 and (jobs["policy"] == "fifo").all()
+    assert len(jobs) == 16 and (jobs["policy"] == "dally").all()
     # placements cover every job, and never more GPUs on a server than it has
     place = pd.read_csv(folder / "placements.csv")
     assert set(place["job"]) == set(range(16))
+    # segments (dally preempts and moves jobs) add up to each job's run time
+    seg = place.drop_duplicates(["job", "start_s"])
+    held = (seg["end_s"] - seg["start_s"]).groupby(seg["job"]).sum()
+    assert abs(held.to_numpy() - jobs["run_s"].to_numpy()).max() < 1e-3
     # repeating from the saved config gives the same table
     again = cli("simulate", "--config", str(folder / "config.toml"), "--no-save").stdout
     assert out.splitlines()[:4] == again.splitlines()[:4]

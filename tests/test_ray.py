@@ -31,7 +31,7 @@ def small_cells() -> list[dict]:
     scenario = SCENARIOS["small"].to_dict()
     return [
         {"scenario": scenario, "policy": p, "congestion": c, "seed": s}
-        for p in ("fifo",)
+        for p in ("fifo", "dally")
         for c in ("none", "heavy")
         for s in (0, 1)
     ]
