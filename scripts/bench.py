@@ -52,11 +52,11 @@ def bench_sim(trace, cluster: str, repeat: int) -> tuple[float, float, dict]:
     return best, peak / 2**20, result.summary
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--env-steps", type=int, default=100_000)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     data = find_data_dir()
     if data is None:
         print("../shared/data not found (set DDL_GYM_DATA): nothing to benchmark")
@@ -70,14 +70,14 @@ def main() -> None:
             f"mean JCT {summary['mean_jct_s'] / 3600:.2f} h)"
         )
     if args.env_steps:
-        from scripts.bench_env import bench
-
         from ddl_gym.env import ClusterEnv
+        from scripts.bench_env import bench
 
         env = ClusterEnv(trace="philly-week", cluster="nvswitch512")
         rate, steps, episodes = bench(env, args.env_steps, seed=0)
         print(
-            f"env random-valid | Philly week, 512 GPUs, K=8 M=8: {rate:,.0f} steps/s ({steps} steps)"
+            f"env random-valid | Philly week, 512 GPUs, K=8 M=8: "
+            f"{rate:,.0f} steps/s ({steps} steps)"
         )
 
 

@@ -43,7 +43,7 @@ from ddl_gym.topology import FABRICS  # noqa: E402
 PRESET_PREFIX = "fitted_"
 
 
-def _default_data_dir() -> Path:
+def default_data_dir() -> Path:
     try:
         from ddl_gym.traces import find_data_dir
 
@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--data",
         type=Path,
-        default=_default_data_dir(),
+        default=default_data_dir(),
         help="developers' data dir (default: ../shared/data next to the repo)",
     )
     p.add_argument(

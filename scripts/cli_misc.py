@@ -11,8 +11,7 @@ import argparse
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -115,7 +114,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
             argv += [flag, str(value)]
     if args.no_save:
         argv.append("--no-save")
-    if args.data is None and calibrate._default_data_dir().is_dir() is False:
+    if args.data is None and calibrate.default_data_dir().is_dir() is False:
         raise CliError("no data dir found (../shared/data or $DDL_GYM_DATA); give --data")
     return _delegate(calibrate.main, argv, "calibrate")
 
@@ -285,26 +284,9 @@ def run_evaluate(args: argparse.Namespace) -> int:
     return _delegate(evaluate.main, argv + _rest(args), "evaluate")
 
 
-@contextmanager
-def _argv(prog: str, argv: Sequence[str]):
-    """Scripts whose ``main()`` reads ``sys.argv`` get ours for the call."""
-    saved = sys.argv
-    sys.argv = [prog, *argv]
-    try:
-        yield
-    finally:
-        sys.argv = saved
-
-
 def _delegate(main: Callable, argv: list[str], name: str) -> int:
-    import inspect
-
     try:
-        if inspect.signature(main).parameters:
-            code = main(argv)
-        else:
-            with _argv(f"ddl-gym {name}", argv):
-                code = main()
+        code = main(argv)
     except SystemExit as exit_:  # argparse errors in the delegate
         code = exit_.code
     if isinstance(code, str):

@@ -28,7 +28,7 @@ from agents.evaluate import (  # noqa: E402
 from agents.policy import DEFAULT_MODEL, load_policy  # noqa: E402
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
         "--model",
@@ -53,7 +53,7 @@ def main() -> None:
     ap.add_argument("--congestion", default="heavy")
     ap.add_argument("--baselines", nargs="*", default=list(HEURISTICS))
     ap.add_argument("--csv", type=Path, help="write the per-window results here")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     agents = [load_policy(p) for p in (args.model or [DEFAULT_MODEL])]
     cfg = agents[0].config

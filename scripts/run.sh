@@ -7,4 +7,4 @@ bash scripts/setup.sh
 if [ -f scripts/compare.py ]; then
   exec .venv/bin/python scripts/compare.py "$@"
 fi
-exec .venv/bin/python scripts/simulate.py "$@"
+exec .venv/bin/ddl-gym simulate -s default "$@"

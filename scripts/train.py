@@ -26,7 +26,7 @@ from agents.config import TrainConfig  # noqa: E402
 from agents.train import train  # noqa: E402
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", type=Path, help="TOML or JSON TrainConfig (defaults otherwise)")
     ap.add_argument("--out", type=Path, required=True, help="run directory")
@@ -37,7 +37,7 @@ def main() -> None:
     ap.add_argument("--vec-env", choices=["subproc", "dummy"], help="override vec_env")
     ap.add_argument("--ship", metavar="NAME", help="copy the best model to agents/models/NAME.zip")
     ap.add_argument("--no-progress", action="store_true")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     cfg = TrainConfig.load(args.config) if args.config else TrainConfig()
     if args.timesteps is not None:
