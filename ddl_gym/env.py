@@ -139,7 +139,9 @@ class ClusterEnv(gym.Env):
       ``l`` (0 machine, 1 rack, 2 network), now;
     * ``1 + 3K + j``: ``Preempt`` the j-th running job (start order), now: it
       is checkpointed and returns to the queue (cost ``restore_s_per_gpu`` per
-      GPU at its next start).
+      GPU at its next start). A job that started at this very instant cannot
+      be preempted at it (that would only pay the checkpoint, and would let a
+      policy loop place / preempt without time passing).
 
     ``action_masks()`` (sb3-contrib's convention, reachable through wrappers
     with ``get_wrapper_attr`` and through vector envs with ``call`` /
@@ -510,6 +512,9 @@ class ClusterEnv(gym.Env):
                 return f"pending slot {k} is empty ({len(obs.win_pending)} job(s) in the window)"
             return e.check(Place(obs.win_pending[k].index, LEVELS[level])) or "invalid"
         j = a - 1 - 3 * K
+        if j < len(obs.win_running):
+            job = obs.win_running[j]
+            return f"job {job.job_id} started at this instant; it cannot be preempted now"
         return f"running slot {j} is empty ({len(obs.win_running)} job(s) in the window)"
 
     # -- masks, view and action translation ------------------------------

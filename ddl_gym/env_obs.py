@@ -335,12 +335,15 @@ class ObsBuilder:
         n_run = len(running)
         for _ in range(M - n_run):
             buf += self._zero_r
-        m += [True] * n_run
+        # A job started at this instant cannot be preempted at it: that only
+        # pays the checkpoint and would let a policy loop place/preempt
+        # forever without time passing.
+        m += [job.started_at < now for job in running]
         m += [False] * (M - n_run)
         if done:
             m[0] = True
         self.mask = np.fromiter(m, dtype=bool, count=self.n_actions)
-        self.has_choice = n_run > 0 or any(m[1:])
+        self.has_choice = any(m[1:])
 
         # global
         n_pending = len(pending)

@@ -259,3 +259,30 @@ def test_invariants_with_preemptions_and_leases():
     run_policy(engine, policy)
     checker.finish(engine)
     assert engine.result().summary["preemptions"] > 0
+
+
+def test_placement_history_matches_run_times():
+    cluster = Cluster(3, 1, 2, toy_fabric())
+    trace = make_trace(
+        [
+            ("B", 0.0, 3, "resnet18", 40.0, 0.5),
+            ("C", 0.0, 3, "resnet18", 40.0, 0.5),
+            ("A", 5.0, 1, "resnet18", 10.0, 2.0),
+        ]
+    )
+    r = simulate(trace, cluster, Scripted(), restore_s_per_gpu=1.0)
+    p = r.placements
+    # C ran twice (before and after its preemption) on two servers each time
+    assert len(p[p.job_id == "C"]) == 4 and len(p[p.job_id == "A"]) == 1
+    held = (p.end_s - p.start_s) * p.gpus
+    gpu_time = held.groupby(p.job_id).sum()
+    for job_id, row in r.jobs.set_index("job_id").iterrows():
+        assert gpu_time[job_id] == pytest.approx(row.gpu_time_s)
+    first = p[(p.job_id == "C")].sort_values(["start_s", "server"]).iloc[0]
+    assert (first.server, first.rack, first.gpus, first.start_s, first.end_s) == (
+        1,
+        1,
+        1,
+        0.0,
+        10.0,
+    )

@@ -259,7 +259,10 @@ class Invariants:
             except ValueError:
                 assert not mask[a]
                 continue
-            assert mask[a] == (e.check(action) is None), (a, action)
+            valid = e.check(action) is None
+            if isinstance(action, Preempt) and e.jobs[action.job].started_at == e.now:
+                valid = False  # the env forbids preempting a job started at this instant
+            assert mask[a] == valid, (a, action)
 
 
 def random_scenario(rng: np.random.Generator) -> dict:
@@ -353,9 +356,10 @@ def test_wait_is_masked_when_it_would_stall():
     assert not info["action_mask"][1 + 3 * 1 + 0]
     assert "within one machine" in env.step(1 + 3 * 1 + 0)[4]["invalid"]
     _, _, _, _, info = env.step(1 + 3 * 1 + 1)
-    assert "invalid" not in info and info["action_mask"][0]
-    assert env.engine_action(1 + 3 * 2) == Preempt(1)
-    assert env.action_index(Preempt(1)) == 1 + 3 * 2
+    # b cannot be preempted at the instant it started and a does not fit, so
+    # WAIT was the only choice: the env moved on to b's completion
+    assert "invalid" not in info and info["time_s"] == pytest.approx(12.5)
+    assert env.engine.jobs[1].status == Status.DONE
     assert env.action_index(WAIT) == 0
 
 
@@ -469,3 +473,26 @@ def test_bad_arguments_fail_early():
         ClusterEnv(queue_order="random")
     with pytest.raises(ValueError, match="GPUs"):
         ClusterEnv(trace=synthetic_trace(n_jobs=5, seed=0, gpu_mix={16: 1}), cluster="1x1x8")
+
+
+def test_preempt_slots_round_trip_once_time_passed():
+    trace = pd.DataFrame(
+        {
+            "job_id": ["a", "b"],
+            "arrival_s": [0.0, 1.0],
+            "gpus": [4, 8],
+            "model": ["resnet50", "resnet18"],
+            "iterations": [1000.0, 1000.0],
+            "iter_time_s": [0.1, 0.1],
+        }
+    )
+    env = ClusterEnv(trace=trace, cluster="1x2x4", K=2, M=1)
+    env.reset(seed=0)
+    preempt_a = 1 + 3 * 2
+    _, _, _, _, info = env.step(env.action_index(Place(0, Level.MACHINE)))
+    # a started at t=0 and cannot be preempted then; at b's arrival it can
+    assert info["time_s"] == pytest.approx(1.0) and info["action_mask"][preempt_a]
+    assert env.engine_action(preempt_a) == Preempt(0)
+    assert env.action_index(Preempt(0)) == preempt_a
+    env.step(preempt_a)
+    assert env.engine.jobs[0].status == Status.PENDING

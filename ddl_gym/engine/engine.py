@@ -140,6 +140,8 @@ class Engine:
         self.lease_expired: list[Job] = []
         self.events_now: list[tuple[str, int]] = []
         self.series: list[tuple[float, int, int, int, float]] = []
+        # (job index, server, GPUs, start, end) of every finished placement
+        self.segments: list[tuple[int, int, int, float, float]] = []
         for job in self.jobs:
             self._push(job.arrival, ARRIVAL, job.index)
         change = self.congestion.next_change(self.now)
@@ -444,6 +446,8 @@ class Engine:
             self.rack_free[server // S] += g
         self.total_free += job.gpus
         held = self.now - job.started_at
+        for server, g in job.placement:
+            self.segments.append((job.index, server, g, job.started_at, self.now))
         job.run_time += held
         job.attained += held * job.gpus
         del self.running[job.index]

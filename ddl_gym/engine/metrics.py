@@ -32,6 +32,9 @@ JOB_COLUMNS = (
 )
 
 
+PLACEMENT_COLUMNS = ("job_id", "server", "rack", "gpus", "start_s", "end_s")
+
+
 @dataclass
 class Result:
     """Outcome of a simulation.
@@ -44,11 +47,16 @@ class Result:
         series: cluster state after every event instant: time, used GPUs,
             queue length, running jobs, background traffic.
         summary: the headline metrics (see ``summarize``).
+        placements: which job held which server's GPUs when: one row per
+            (job, server) of every placement, with its start and end.
     """
 
     jobs: pd.DataFrame
     series: pd.DataFrame
     summary: dict[str, float] = field(default_factory=dict)
+    placements: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=list(PLACEMENT_COLUMNS))
+    )
 
 
 def summarize(jobs: pd.DataFrame, series: pd.DataFrame, num_gpus: int) -> dict[str, float]:
@@ -117,4 +125,13 @@ def build_result(engine) -> Result:
     series = pd.DataFrame(
         engine.series, columns=["time_s", "used_gpus", "queue_length", "running", "background"]
     )
-    return Result(jobs, series, summarize(jobs, series, engine.cluster.num_gpus))
+    per_rack = engine.cluster.servers_per_rack
+    placements = pd.DataFrame(
+        [
+            (engine.jobs[j].job_id, server, server // per_rack, g, start, end)
+            for j, server, g, start, end in engine.segments
+        ],
+        columns=list(PLACEMENT_COLUMNS),
+    )
+    summary = summarize(jobs, series, engine.cluster.num_gpus)
+    return Result(jobs, series, summary, placements)
