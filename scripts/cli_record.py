@@ -1,11 +1,5 @@
-"""Run one policy on one scenario, recording where each job ran and when.
-
-The engine keeps only a job's *current* placement, so a wrapper around the
-policy records it: after each ``Place`` the wrapper reads ``job.placement``
-at its next call (same instant: only ``Wait`` moves time), and closes the
-segment at its own ``Preempt`` or at the job's end from the result table.
-(Better: the engine records placements itself; see the CLI's report notes.)
-"""
+"""Run one policy on one scenario, with where each job ran and when (the
+engine's placement history, ``Result.placements``)."""
 
 from __future__ import annotations
 
@@ -14,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from ddl_gym.engine import EngineView, Place, Preempt, Result, simulate
+from ddl_gym.engine import Result, simulate
 from ddl_gym.scenarios import Scenario
 from ddl_gym.topology import Cluster
 
@@ -31,61 +25,15 @@ SEGMENT_COLUMNS = (
 )
 
 
-class PlacementRecorder:
-    """A policy wrapper that logs placement segments; acts exactly as the
-    wrapped policy (attributes such as ``engine_kwargs`` pass through)."""
-
-    def __init__(self, policy: Any) -> None:
-        self.policy = policy
-        self._placed: list[int] = []
-        self._open: dict[int, tuple[float, tuple[tuple[int, int], ...]]] = {}
-        self._closed: list[tuple[int, float, float, tuple[tuple[int, int], ...]]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.policy, name)
-
-    def reset(self, view: EngineView, seed: int | None = None) -> None:
-        self._placed.clear()
-        self._open.clear()
-        self._closed.clear()
-        self.policy.reset(view, seed=seed)
-
-    def act(self, view: EngineView):
-        for j in self._placed:
-            job = view.job(j)
-            if job.placement:
-                self._open[j] = (view.now, job.placement)
-        self._placed.clear()
-        action = self.policy.act(view)
-        if isinstance(action, Place):
-            self._placed.append(action.job)
-        elif isinstance(action, Preempt) and action.job in self._open:
-            start, placement = self._open.pop(action.job)
-            self._closed.append((action.job, start, view.now, placement))
-        return action
-
-    def segments(self, result: Result, cluster: Cluster) -> pd.DataFrame:
-        """One row per (segment, server); open segments end at the job's end."""
-        jobs = result.jobs
-        rows = []
-        ends = jobs["end_s"].to_numpy()
-        items = list(self._closed) + [(j, s, ends[j], p) for j, (s, p) in self._open.items()]
-        for j, start, end, placement in sorted(items, key=lambda x: (x[1], x[0])):
-            for server, g in placement:
-                rows.append(
-                    (
-                        j,
-                        jobs["job_id"].iat[j],
-                        jobs["model"].iat[j],
-                        int(jobs["gpus"].iat[j]),
-                        server,
-                        cluster.rack_of(server),
-                        g,
-                        start,
-                        end,
-                    )
-                )
-        return pd.DataFrame(rows, columns=list(SEGMENT_COLUMNS))
+def placement_segments(result: Result) -> pd.DataFrame:
+    """The engine's placement history (``Result.placements``), one row per
+    (placement, server), with each job's index, model and size."""
+    jobs = result.jobs[["job_id", "model", "gpus"]].rename_axis("job").reset_index()
+    segments = result.placements.rename(columns={"gpus": "server_gpus"}).merge(
+        jobs, on="job_id", how="left", validate="many_to_one"
+    )
+    segments = segments.sort_values(["start_s", "job", "server"], kind="stable")
+    return segments[list(SEGMENT_COLUMNS)].reset_index(drop=True)
 
 
 @dataclass
@@ -107,9 +55,8 @@ def run_simulation(
     trace = scenario.build_trace(seed)
     base = policy.engine_kwargs() if hasattr(policy, "engine_kwargs") else {}
     kwargs = scenario.engine_kwargs(base)
-    runner = PlacementRecorder(policy) if record_placements else policy
-    result = simulate(trace, cluster, runner, seed=seed, **kwargs)
-    placements = runner.segments(result, cluster) if record_placements else None
+    result = simulate(trace, cluster, policy, seed=seed, **kwargs)
+    placements = placement_segments(result) if record_placements else None
     return SimRun(result, placements, cluster, trace.name, len(trace))
 
 
