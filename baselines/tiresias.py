@@ -52,12 +52,14 @@ class TiresiasPolicy(PriorityPreemptive, BasePolicy):
     _sensitive: dict[tuple[str, int], bool] = field(default_factory=dict, repr=False)
     _wake: WakeUps = field(default_factory=WakeUps, repr=False)
     _keys: dict[int, tuple] = field(default_factory=dict, repr=False)
+    _promoted_at: float = field(default=-1.0, repr=False)
 
     def reset(self, view: EngineView, seed: int | None = None) -> None:
         self._offset.clear()
         self._sensitive.clear()
         self._wake.clear()
         self._keys.clear()
+        self._promoted_at = -1.0
 
     # -- scheduling --------------------------------------------------------
     def service(self, view: EngineView, job: Job) -> float:
@@ -118,7 +120,9 @@ class TiresiasPolicy(PriorityPreemptive, BasePolicy):
         return Level.NETWORK
 
     def act(self, view: EngineView) -> Action:
-        self._promote_starving(view)
+        if self._promoted_at != view.now:  # promotions are due at instants
+            self._promoted_at = view.now
+            self._promote_starving(view)
         action = self.schedule(view)
         if isinstance(action, Wait):
             self._ask_wakeups(view)

@@ -193,11 +193,27 @@ def make_cells(
     return sorted(cells, key=cost)
 
 
-def run_grid(cells: list[tuple], jobs: int) -> list[dict[str, Any]]:
+def run_grid(cells: list[tuple], jobs: int, progress: bool = True) -> list[dict[str, Any]]:
+    results: list[dict[str, Any]] = []
+
+    def report(r: dict[str, Any]) -> None:
+        results.append(r)
+        if progress:
+            print(
+                f"[{len(results)}/{len(cells)}] {r['policy']} {r['workload']} "
+                f"{r['congestion']} seed {r['seed']}: {r['wall_s']:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+
     if jobs <= 1 or len(cells) <= 1:
-        return [_run(c) for c in cells]
+        for c in cells:
+            report(_run(c))
+        return results
     with get_context("spawn").Pool(jobs) as pool:
-        return list(pool.imap_unordered(_run, cells))
+        for r in pool.imap_unordered(_run, cells):
+            report(r)
+    return results
 
 
 # -- tables -------------------------------------------------------------------
