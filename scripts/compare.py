@@ -128,6 +128,36 @@ def load_workload(
     return trace, w.cluster
 
 
+AGENT = "agent"  # the shipped MaskablePPO model; "agent:PATH" for another
+
+
+def agent_available() -> bool:
+    """Whether the learned agent can run here (torch and the shipped model)."""
+    try:
+        from agents.policy import DEFAULT_MODEL
+    except ImportError:  # torch / stable-baselines3 not installed
+        return False
+    return Path(DEFAULT_MODEL).is_file()
+
+
+def policy_from_name(name: str):
+    """A baseline by registry name, or the learned agent (``agent[:PATH]``)."""
+    if name == AGENT or name.startswith(AGENT + ":"):
+        from agents import load_policy
+
+        path = name.partition(":")[2]
+        return load_policy(path) if path else load_policy()
+    return make_policy(name)
+
+
+def policy_choice(name: str) -> str:
+    if name in POLICY_NAMES or name == AGENT or name.startswith(AGENT + ":"):
+        return name
+    raise argparse.ArgumentTypeError(
+        f"unknown policy {name!r}; choose from {', '.join(POLICY_NAMES)}, {AGENT}[:PATH]"
+    )
+
+
 def run_cell(
     policy: str,
     workload: str,
@@ -139,7 +169,7 @@ def run_cell(
     """Simulate one cell of the grid; returns the summary metrics, the
     per-job JCTs (``jct_s``, for the CDF) and the wall time."""
     trace, cluster = load_workload(workload, seed, data_dir, max_jobs)
-    pol = make_policy(policy)
+    pol = policy_from_name(policy)
     start = time.perf_counter()
     result = simulate(
         trace,
@@ -179,7 +209,7 @@ def make_cells(
     for w in workloads:
         for c in congestions:
             for p in policies:
-                deterministic = make_policy(p).deterministic
+                deterministic = policy_from_name(p).deterministic
                 # a fixed trace and a deterministic policy: one run for all seeds
                 run_seeds = seeds if WORKLOADS[w].seeded or not deterministic else seeds[:1]
                 for s in run_seeds:
@@ -187,7 +217,7 @@ def make_cells(
 
     # the slow cells (leases) first, so the pool ends together
     def cost(cell):
-        lease = make_policy(cell[0]).engine_kwargs().get("lease_s") is not None
+        lease = policy_from_name(cell[0]).engine_kwargs().get("lease_s") is not None
         return (not lease, WORKLOADS[cell[1]].path is None)
 
     return sorted(cells, key=cost)
@@ -370,7 +400,13 @@ def plot(cells: list[dict[str, Any]], summary: pd.DataFrame, out: Path) -> list[
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", help="data dir with traces/ ('auto': find_data_dir())")
-    ap.add_argument("--policies", nargs="+", default=list(POLICY_NAMES), choices=POLICY_NAMES)
+    ap.add_argument(
+        "--policies",
+        nargs="+",
+        type=policy_choice,
+        help=f"baselines ({', '.join(POLICY_NAMES)}) and/or {AGENT}[:PATH] "
+        f"(default: every baseline, plus {AGENT} where torch and the shipped model are present)",
+    )
     ap.add_argument("--workloads", nargs="+", choices=sorted(WORKLOADS))
     ap.add_argument("--congestion", nargs="+", default=list(CONGESTIONS))
     ap.add_argument("--seeds", type=int, default=3, help="number of seeds (0..n-1)")
@@ -402,15 +438,16 @@ def main(argv: list[str] | None = None) -> int:
         seeds, congestions, max_jobs = [0], ["none", "heavy"], max_jobs or QUICK_JOBS
         workloads = args.workloads or [DEFAULT_WORKLOAD.name]
 
+    policies = args.policies or [*POLICY_NAMES, *([AGENT] if agent_available() else [])]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    cells = make_cells(args.policies, workloads, congestions, seeds, data_dir, max_jobs)
+    cells = make_cells(policies, workloads, congestions, seeds, data_dir, max_jobs)
     start = time.perf_counter()
     results = run_grid(cells, args.jobs)
     wall = time.perf_counter() - start
 
     table = pd.DataFrame([{k: v for k, v in r.items() if k != "jct_s"} for r in results])
-    order = {p: i for i, p in enumerate(args.policies)}
+    order = {p: i for i, p in enumerate(policies)}
     table["_w"] = table["workload"].map({w: i for i, w in enumerate(workloads)})
     table["_c"] = table["congestion"].map({c: i for i, c in enumerate(congestions)})
     table["_p"] = table["policy"].map(order)

@@ -28,11 +28,13 @@ def test_quick_compare_writes_tables_csv_and_plots(tmp_path):
     assert (out / "jct_cdf_default.png").stat().st_size > 0
     assert (out / "bars_default.png").stat().st_size > 0
     table = proc.stdout
-    for policy in POLICY_NAMES:
+    # every baseline and the shipped learned agent, side by side
+    expected = [*POLICY_NAMES, "agent"]
+    for policy in expected:
         assert f"| {policy} |" in table, policy
     assert "dally vs best of tiresias/gandiva" in table
     cells = pd.read_csv(out / "cells.csv")
-    assert set(cells["policy"]) == set(POLICY_NAMES)
+    assert set(cells["policy"]) == set(expected)
     assert (cells["completed"] == cells["jobs"]).all()
 
 
@@ -48,3 +50,15 @@ def test_run_cell_is_a_pure_function():
     assert {k: v for k, v in a.items() if k not in ("wall_s", "jct_s")} == {
         k: v for k, v in b.items() if k not in ("wall_s", "jct_s")
     }
+
+
+def test_unknown_policy_is_a_clear_error(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "compare.py"), "--policies", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 2 and "unknown policy 'nope'" in proc.stderr
+    assert "Traceback" not in proc.stderr
