@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
-# Set up (scripts/setup.sh) and run the main job: the scheduler comparison on
-# the bundled default workload. Extra args go to the comparison.
+# Set up (scripts/setup.sh) and run the main job: every baseline scheduler and
+# the shipped learned agent on the bundled default workload (seed64, three
+# congestion levels, three seeds). Extra args go to scripts/compare.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-if [ -f scripts/compare.py ]; then
-  exec .venv/bin/python scripts/compare.py "$@"
-fi
-exec .venv/bin/ddl-gym simulate -s default "$@"
+exec .venv/bin/python scripts/compare.py "$@"
