@@ -336,6 +336,10 @@ def plot(cells: list[dict[str, Any]], summary: pd.DataFrame, out: Path) -> list[
     import matplotlib.pyplot as plt
 
     written = []
+    # one distinct colour per policy (there are more policies than tab10 has)
+    names = list(dict.fromkeys(summary["policy"]))
+    palette = plt.get_cmap("tab20")
+    colour = {p: palette(i % 20) for i, p in enumerate(names)}
     for w in summary["workload"].unique():
         congestions = list(summary.loc[summary["workload"] == w, "congestion"].unique())
         policies = list(summary.loc[summary["workload"] == w, "policy"].unique())
@@ -352,7 +356,7 @@ def plot(cells: list[dict[str, Any]], summary: pd.DataFrame, out: Path) -> list[
                 if not jct:
                     continue
                 v = np.sort(np.concatenate(jct)) / 3600.0
-                ax.plot(v, np.arange(1, len(v) + 1) / len(v), label=p)
+                ax.plot(v, np.arange(1, len(v) + 1) / len(v), label=p, color=colour[p])
             ax.set_xscale("log")
             ax.set_xlabel("JCT (h)")
             ax.set_title(f"{w}, congestion {c}")
@@ -383,7 +387,7 @@ def plot(cells: list[dict[str, Any]], summary: pd.DataFrame, out: Path) -> list[
                     float(s[(s["policy"] == p) & (s["congestion"] == c)][m].mean()) * scale
                     for c in congestions
                 ]
-                ax.bar(x + k * width, vals, width, label=p)
+                ax.bar(x + k * width, vals, width, label=p, color=colour[p])
             ax.set_xticks(x + width * (len(policies) - 1) / 2, congestions)
             ax.set_ylabel(label)
             ax.set_title(f"{w}: {label}")
