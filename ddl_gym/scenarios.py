@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ddl_gym import ENV_VARIANTS
 from ddl_gym.topology import CONGESTION, Cluster, get_congestion, get_fabric
 from ddl_gym.traces import (
     Trace,
@@ -184,14 +185,8 @@ SCENARIOS: dict[str, Scenario] = {
             description="16 synthetic jobs on 16 NVSwitch/InfiniBand GPUs (2x2x4): seconds, "
             "for smoke tests and placement timelines",
             trace="synthetic",
-            synthetic={
-                "n_jobs": 16,
-                "arrival_rate_per_h": 40.0,
-                "duration_median_s": 600.0,
-                "max_duration_s": 7200.0,
-                "max_gpus": 8,
-                "model_mix": {"resnet18": 1, "mobilenet_v3": 1, "resnet50": 1, "vgg11": 1},
-            },
+            # the same workload as the ddl_gym/Small-v0 env
+            synthetic=dict(ENV_VARIANTS["ddl_gym/Small-v0"]["trace"]),
             cluster="2x2x4",
             fabric="nvswitch_ib",
             congestion="moderate",
