@@ -205,11 +205,15 @@ def make_cells(
     data_dir: str | None,
     max_jobs: int | None,
 ) -> list[tuple]:
+    # build each policy once: its flags are all the grid needs here (and the
+    # learned agent loads a model)
+    built = {p: policy_from_name(p) for p in dict.fromkeys(policies)}
+    leased = {p: pol.engine_kwargs().get("lease_s") is not None for p, pol in built.items()}
     cells = []
     for w in workloads:
         for c in congestions:
             for p in policies:
-                deterministic = policy_from_name(p).deterministic
+                deterministic = built[p].deterministic
                 # a fixed trace and a deterministic policy: one run for all seeds
                 run_seeds = seeds if WORKLOADS[w].seeded or not deterministic else seeds[:1]
                 for s in run_seeds:
@@ -217,8 +221,7 @@ def make_cells(
 
     # the slow cells (leases) first, so the pool ends together
     def cost(cell):
-        lease = policy_from_name(cell[0]).engine_kwargs().get("lease_s") is not None
-        return (not lease, WORKLOADS[cell[1]].path is None)
+        return (not leased[cell[0]], WORKLOADS[cell[1]].path is None)
 
     return sorted(cells, key=cost)
 
