@@ -13,9 +13,9 @@ Everything here is a pure function of the engine view plus, where noted, the
 policy's own state; no module-level mutable state.
 
 Some engine fields are only brought up to date when a job stops or is
-re-rated (``attained``, ``compute_time``, ``comm_time``), so the live values of
-a running job are computed here from its current segment (see
-``attained_service`` and ``live_efficiency``).
+re-rated (``attained``, ``compute_time``, ``comm_time``); policies read the
+live values of a running job through ``view.attained`` and
+``view.efficiency``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddl_gym.engine import WAIT, Action, EngineView, Job, Place, Preempt, Status
+from ddl_gym.engine import WAIT, Action, EngineView, Job, Place, Preempt
 from ddl_gym.engine.packer import find_placement
 from ddl_gym.perf import Level
 from ddl_gym.topology import Cluster
@@ -45,30 +45,6 @@ def size_level(cluster: Cluster, gpus: int) -> Level:
     if gpus <= cluster.gpus_per_rack:
         return Level.RACK
     return Level.NETWORK
-
-
-def attained_service(view: EngineView, job: Job) -> float:
-    """GPU-seconds the job has held so far (``attained`` is only updated when
-    a job stops, so add the running segment)."""
-    if job.status == Status.RUNNING:
-        return job.attained + job.gpus * (view.now - job.started_at)
-    return job.attained
-
-
-def live_efficiency(view: EngineView, job: Job) -> float:
-    """``job.efficiency`` including the running segment not yet settled by the
-    engine: time-averaged compute / (compute + exposed communication); 0 for a
-    job that never computed (new jobs come first, as in the seed)."""
-    compute = job.compute_time
-    comm = job.comm_time
-    if job.status == Status.RUNNING:
-        start = max(job.last_update, job.busy_until)
-        dt = view.now - start
-        if dt > 0:
-            compute += dt * job.t_compute / job.t_iter
-            comm += dt * job.exposed / job.t_iter
-    busy = compute + comm
-    return compute / busy if busy > 0 else 0.0
 
 
 def first_placeable(

@@ -61,7 +61,6 @@ from .common import (
     BasePolicy,
     WakeUps,
     free_after,
-    live_efficiency,
     placement_on,
     size_level,
 )
@@ -232,7 +231,7 @@ class DallyPolicy(BasePolicy):
         if not expired:
             return []
         margin = self.margin
-        offered = sorted((live_efficiency(view, j), j.arrival, j.index, j) for j in expired)
+        offered = sorted((view.efficiency(j), j.arrival, j.index, j) for j in expired)
         queue = self._queue(view)
         n_challengers = bisect_left(queue, (offered[-1][0] - margin, -math.inf, -1))
         if not n_challengers:

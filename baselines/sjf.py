@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ddl_gym.engine import WAIT, Action, EngineView, Job
 from ddl_gym.perf import Level
 
-from .common import BasePolicy, PriorityPreemptive, attained_service, first_placeable
+from .common import BasePolicy, PriorityPreemptive, first_placeable
 
 
 def _remaining_key(view: EngineView, job: Job) -> float:
@@ -58,7 +58,7 @@ class SrtfPolicy(PriorityPreemptive, BasePolicy):
     def key(self, view: EngineView, job: Job) -> tuple:
         if view.clairvoyant:
             return (_remaining_key(view, job), job.arrival)
-        return (attained_service(view, job), job.arrival)
+        return (view.attained(job), job.arrival)
 
     def act(self, view: EngineView) -> Action:
         return self.schedule(view)

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from ddl_gym.engine import Action, EngineView, Job, Status, Wait
 from ddl_gym.perf import Level
 
-from .common import BasePolicy, PriorityPreemptive, WakeUps, attained_service, size_level
+from .common import BasePolicy, PriorityPreemptive, WakeUps, size_level
 
 HOUR = 3600.0
 
@@ -64,7 +64,7 @@ class TiresiasPolicy(PriorityPreemptive, BasePolicy):
     # -- scheduling --------------------------------------------------------
     def service(self, view: EngineView, job: Job) -> float:
         """Attained GPU-service counted since the job's last promotion."""
-        return attained_service(view, job) - self._offset.get(job.index, 0.0)
+        return view.attained(job) - self._offset.get(job.index, 0.0)
 
     def queue_of(self, view: EngineView, job: Job) -> int:
         # a hair of tolerance: at the wake-up the crossing is exact

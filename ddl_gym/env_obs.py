@@ -310,7 +310,7 @@ class ObsBuilder:
             ct = job.compute_time
             busy = ct + job.comm_time
             npre = job.preemptions
-            att = job.attained + ran * job.gpus
+            att = e.attained_service(job)
             if clair:
                 left = e.remaining_iterations(job)
                 it = job.iterations

@@ -286,3 +286,19 @@ def test_placement_history_matches_run_times():
         0.0,
         10.0,
     )
+
+
+def test_live_attained_and_efficiency_include_the_running_segment():
+    cluster = Cluster(2, 1, 2, toy_fabric())
+    trace = make_trace([("x", 0.0, 2, "resnet18", 1000.0, 0.5)])
+    engine = Engine(trace, cluster)
+    engine.place(0, Level.MACHINE)
+    engine.wake_at(10.0)
+    engine.advance()
+    job = engine.jobs[0]
+    view = EngineView(engine)
+    assert job.attained == 0.0 and view.attained(job) == pytest.approx(20.0)
+    # one server: only the tiny in-server ring, t_iter = 0.5 + e
+    e = B / 1e15
+    assert job.efficiency == 0.0
+    assert view.efficiency(job) == pytest.approx(0.5 / (0.5 + e), rel=1e-12)

@@ -491,6 +491,26 @@ class Engine:
             return max(0.0, job.iterations - job.progress - job.rate * max(0.0, self.now - start))
         return job.iterations - job.progress
 
+    def attained_service(self, job: Job) -> float:
+        """GPU-seconds the job has held so far, its running segment included."""
+        if job.status == Status.RUNNING:
+            return job.attained + job.gpus * (self.now - job.started_at)
+        return job.attained
+
+    def efficiency(self, job: Job) -> float:
+        """``job.efficiency`` as of now: time-averaged compute / (compute +
+        exposed communication), the unsettled running segment included; 0 for
+        a job that never computed (new jobs come first, as in the seed)."""
+        compute = job.compute_time
+        comm = job.comm_time
+        if job.status == Status.RUNNING:
+            dt = self.now - max(job.last_update, job.busy_until)
+            if dt > 0:
+                compute += dt * job.t_compute / job.t_iter
+                comm += dt * job.exposed / job.t_iter
+        busy = compute + comm
+        return compute / busy if busy > 0 else 0.0
+
     def result(self):
         from ddl_gym.engine.metrics import build_result
 

@@ -95,6 +95,16 @@ class EngineView:
         """Seconds since the job's last resource change (arrival or preemption)."""
         return self._engine.now - job.queued_since if job.status == Status.PENDING else 0.0
 
+    def attained(self, job: Job) -> float:
+        """GPU-seconds the job has held so far (``job.attained`` counts only
+        finished runs)."""
+        return self._engine.attained_service(job)
+
+    def efficiency(self, job: Job) -> float:
+        """Placement efficiency as of now (``job.efficiency`` lags while the
+        job runs)."""
+        return self._engine.efficiency(job)
+
     def remaining_work(self, job: Job) -> float:
         """Single-GPU seconds of work left; only when the scenario is clairvoyant."""
         if not self._engine.clairvoyant:
