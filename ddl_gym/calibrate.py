@@ -33,6 +33,7 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from ddl_gym.perf import PerfModel, Shape
+from ddl_gym.profiles import get_profile
 from ddl_gym.topology import (
     FABRICS,
     SAVED_FABRICS_DIR,
@@ -57,34 +58,48 @@ def _shape(placement: tuple[int, ...]) -> Shape:
     return Shape(n=sum(placement), g=max(placement), s=len(placement), r=1)
 
 
+class RatioPredictor:
+    """``predict_ratio`` for one table, set up once and evaluated per fabric.
+
+    A fit evaluates thousands of fabrics on the same rows, and the rows repeat
+    few (model, shape) pairs (Pollux: ~100 placements x ~10 batch sizes per
+    model), so the all-reduce is computed once per distinct pair and the rest
+    is array arithmetic. Exactly ``PerfModel.iter_time`` per row.
+    """
+
+    def __init__(self, df: pd.DataFrame) -> None:
+        self.df = df
+        models = df["model"].to_numpy()
+        shapes = [
+            Shape(int(n), int(g), int(s), 1)
+            for n, g, s in zip(df["n"], df["g"], df["s"], strict=True)
+        ]
+        refs = [_shape(ref) for ref in df["ref_placement"]]
+        keys: dict[tuple[str, Shape], int] = {}
+
+        def key_index(pairs: Iterable[tuple[str, Shape]]) -> np.ndarray:
+            return np.array([keys.setdefault(pair, len(keys)) for pair in pairs], dtype=int)
+
+        self.num_key = key_index(zip(models, shapes, strict=True))
+        self.den_key = key_index(zip(models, refs, strict=True))
+        self.keys = list(keys)
+        self.t_compute = df["t_compute"].to_numpy(dtype=float)
+        share = {m: get_profile(m).backward_share for m in set(models)}
+        self.backward_share = np.array([share[m] for m in models], dtype=float)
+
+    def __call__(self, fabric: Fabric) -> np.ndarray:
+        perf = PerfModel(_cluster_for(self.df, fabric))
+        allreduce = np.array([perf.allreduce_time(m, shape) for m, shape in self.keys])
+        hidden = fabric.overlap * self.backward_share * self.t_compute
+        t_c = self.t_compute
+        num = t_c + np.maximum(0.0, allreduce[self.num_key] - hidden)
+        den = t_c + np.maximum(0.0, allreduce[self.den_key] - hidden)  # 1 GPU: no all-reduce
+        return num / den
+
+
 def predict_ratio(df: pd.DataFrame, fabric: Fabric) -> np.ndarray:
     """Predicted ``t_iter(placement) / t_iter(ref_placement)`` of every row."""
-    perf = PerfModel(_cluster_for(df, fabric))
-    out = np.empty(len(df))
-    # Shapes repeat a lot (Pollux: ~100 placements x ~10 batches): cache all-reduce.
-    allreduce: dict[tuple[str, Shape], float] = {}
-
-    def t_iter(model: str, t_c: float, shape: Shape) -> float:
-        key = (model, shape)
-        if key not in allreduce:
-            allreduce[key] = perf.allreduce_time(model, shape)
-        return t_c + perf.exposed_comm(model, t_c, allreduce[key])
-
-    for i, (model, t_c, n, g, s, ref) in enumerate(
-        zip(
-            df["model"],
-            df["t_compute"],
-            df["n"],
-            df["g"],
-            df["s"],
-            df["ref_placement"],
-            strict=True,
-        )
-    ):
-        num = t_iter(model, t_c, Shape(int(n), int(g), int(s), 1))
-        den = t_iter(model, t_c, _shape(ref)) if sum(ref) > 1 else t_c
-        out[i] = num / den
-    return out
+    return RatioPredictor(df)(fabric)
 
 
 def abs_rel_error(df: pd.DataFrame, predicted_ratio: np.ndarray) -> np.ndarray:
@@ -131,26 +146,35 @@ PARAMS: tuple[str, ...] = (
 _BW_BOUNDS = (1e6, 1e13)
 _LAT_BOUNDS = (1e-9, 1e-1)
 _OVERLAP_BOUNDS = (0.0, 1.0)
+_SCALE_BOUNDS = (1e-3, 1e3)  # a model's gradient-byte multiplier
+
+
+SCALE_PREFIX = "comm_scale."  # + model: that model's gradient-byte multiplier
 
 
 def get_param(fabric: Fabric, name: str) -> float:
     if name == "overlap":
         return fabric.overlap
+    if name.startswith(SCALE_PREFIX):
+        return fabric.comm_scale_of(name[len(SCALE_PREFIX) :])
     link, attr = name.split(".")
     return float(getattr(getattr(fabric, link), attr))
 
 
 def with_params(fabric: Fabric, values: dict[str, float]) -> Fabric:
-    """``fabric`` with some of ``PARAMS`` replaced."""
+    """``fabric`` with some of ``PARAMS`` (or ``comm_scale.<model>``) replaced."""
     links = {k: getattr(fabric, k) for k in ("gpu_link", "nic")}
     overlap = fabric.overlap
+    scale = dict(fabric.comm_scale)
     for name, value in values.items():
         if name == "overlap":
             overlap = float(value)
-            continue
-        link, attr = name.split(".")
-        links[link] = replace(links[link], **{attr: float(value)})
-    return replace(fabric, overlap=overlap, **links)
+        elif name.startswith(SCALE_PREFIX):
+            scale[name[len(SCALE_PREFIX) :]] = float(value)
+        else:
+            link, attr = name.split(".")
+            links[link] = replace(links[link], **{attr: float(value)})
+    return replace(fabric, overlap=overlap, comm_scale=tuple(scale.items()), **links)
 
 
 def _is_log(name: str) -> bool:
@@ -198,14 +222,26 @@ class FitResult:
     message: str
 
     def params(self) -> dict[str, float]:
-        return {name: get_param(self.fabric, name) for name in PARAMS}
+        """Fabric parameters, then the fitted ``comm_scale.<model>`` ones."""
+        names = PARAMS + tuple(n for n in self.free if n.startswith(SCALE_PREFIX))
+        return {name: get_param(self.fabric, name) for name in names}
 
 
 def _residuals(df: pd.DataFrame, measured_log: np.ndarray) -> Callable[[Fabric], np.ndarray]:
+    predict = RatioPredictor(df)
+
     def res(fabric: Fabric) -> np.ndarray:
-        return np.log(predict_ratio(df, fabric)) - measured_log
+        return np.log(predict(fabric)) - measured_log
 
     return res
+
+
+def scaled_models(df: pd.DataFrame) -> tuple[str, ...]:
+    """Models of ``df`` that get a fitted ``comm_scale``: those with a
+    multi-GPU point. With fewer than two there is nothing to tell apart."""
+    d = df[~df["is_reference"].to_numpy() & (df["n"].to_numpy() > 1)]
+    models = tuple(sorted(d["model"].unique()))
+    return models if len(models) >= 2 else ()
 
 
 def _start_points(base: Fabric, free: tuple[str, ...]) -> list[dict[str, float]]:
@@ -228,6 +264,8 @@ def fit_fabric(
     name: str | None = None,
     free: Iterable[str] | None = None,
     loss: str = "linear",
+    comm_scale: bool = True,
+    scale_prior: float = 1.0,
 ) -> FitResult:
     """Fit fabric parameters to measured points by least squares on log ratio.
 
@@ -238,13 +276,28 @@ def fit_fabric(
         algorithm: ``"ring"`` or ``"hierarchical"``; ``None`` fits both and
             keeps the better.
         name: name of the fitted preset (default ``"<base>_fitted"``).
-        free: parameters to fit (default: :func:`identifiable`).
+        free: fabric parameters to fit (default: :func:`identifiable`).
         loss: ``scipy.optimize.least_squares`` loss (``"soft_l1"`` is robust
             to the tables' outliers).
+        comm_scale: also fit one gradient-byte multiplier per model
+            (:func:`scaled_models`), the way Pollux fits per-job parameters.
+            Scaling every model's bytes and every bandwidth by the same factor
+            changes nothing, so the multipliers are fitted with their
+            geometric mean held at 1: the bandwidths carry what the cluster's
+            models share, the multipliers only how they differ, and a model
+            the table lacks (multiplier 1) moves like a typical one.
+        scale_prior: weight of a ridge penalty ``scale_prior * log(multiplier)``
+            added to the residuals per model, in units of one point's log
+            error. It keeps a model with few points (Gavel: ~15) near the
+            typical bytes and hardly moves one with hundreds (Pollux); 0
+            turns it off.
     """
     base = base if isinstance(base, Fabric) else FABRICS[base]
     if algorithm is None:
-        fits = [fit_fabric(df, base, a, name, free, loss) for a in ("ring", "hierarchical")]
+        fits = [
+            fit_fabric(df, base, a, name, free, loss, comm_scale, scale_prior)
+            for a in ("ring", "hierarchical")
+        ]
         return min(fits, key=lambda f: f.rms_log_error)
     base = replace(base, algorithm=algorithm, name=name or f"{base.name}_fitted")
     data = df[~df["is_reference"].to_numpy()]
@@ -254,25 +307,43 @@ def fit_fabric(
     unknown = set(free_t) - set(PARAMS)
     if unknown:
         raise ValueError(f"unknown parameters {sorted(unknown)}; known: {', '.join(PARAMS)}")
+    models = scaled_models(data) if comm_scale else ()
+    scale_names = tuple(SCALE_PREFIX + m for m in models)
     residual = _residuals(data, np.log(data["ratio"].to_numpy(dtype=float)))
-    if not free_t:
+    if not free_t and not models:
         r = residual(base)
         return FitResult(base, (), len(data), float(np.sqrt(np.mean(r**2))), True, "nothing free")
 
-    lo, hi = zip(*(_bounds(p) for p in free_t), strict=True)
+    # x = fabric parameters (log where positive), then the log multipliers of
+    # all models but the last, whose log is minus their sum (geometric mean 1).
+    n_scale = max(len(models) - 1, 0)
+    lo_f, hi_f = zip(*(_bounds(p) for p in free_t), strict=True) if free_t else ((), ())
+    lo = np.array(lo_f + (math.log(_SCALE_BOUNDS[0]),) * n_scale)
+    hi = np.array(hi_f + (math.log(_SCALE_BOUNDS[1]),) * n_scale)
 
     def to_x(values: dict[str, float]) -> np.ndarray:
-        x = [math.log(values[p]) if _is_log(p) else values[p] for p in free_t]
-        return np.clip(x, np.array(lo) + 1e-9, np.array(hi) - 1e-9)
+        x = [math.log(values[p]) if _is_log(p) else values[p] for p in free_t] + [0.0] * n_scale
+        return np.clip(x, lo + 1e-9, hi - 1e-9)
 
     def to_fabric(x: np.ndarray) -> Fabric:
-        values = {p: math.exp(v) if _is_log(p) else v for p, v in zip(free_t, x, strict=True)}
+        values = {p: math.exp(v) if _is_log(p) else v for p, v in zip(free_t, x, strict=False)}
+        if models:
+            logs = list(x[len(free_t) :])
+            logs.append(-sum(logs))
+            values.update({n: math.exp(v) for n, v in zip(scale_names, logs, strict=True)})
         return with_params(base, values)
+
+    def penalized(x: np.ndarray) -> np.ndarray:
+        r = residual(to_fabric(x))
+        if not models or scale_prior == 0:
+            return r
+        logs = np.append(x[len(free_t) :], -np.sum(x[len(free_t) :]))
+        return np.concatenate([r, scale_prior * logs])
 
     best = None
     for start in _start_points(base, free_t):
         sol = least_squares(
-            lambda x: residual(to_fabric(x)),
+            penalized,
             to_x(start),
             bounds=(lo, hi),
             loss=loss,
@@ -281,14 +352,16 @@ def fit_fabric(
             xtol=1e-10,
             ftol=1e-10,
             gtol=1e-10,
-            max_nfev=400,
+            max_nfev=200 * (len(lo) + 1),
         )
         if best is None or sol.cost < best.cost:
             best = sol
     assert best is not None
     fabric = to_fabric(best.x)
     rms = float(np.sqrt(np.mean(residual(fabric) ** 2)))
-    return FitResult(fabric, free_t, len(data), rms, bool(best.success), str(best.message))
+    return FitResult(
+        fabric, free_t + scale_names, len(data), rms, bool(best.success), str(best.message)
+    )
 
 
 def save_fitted(

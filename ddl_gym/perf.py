@@ -7,7 +7,8 @@ that spans at most ``g`` GPUs of one server, ``s`` servers of one rack and
     t_iter  = t_c + exposed
     exposed = max(0, t_allreduce - overlap * backward_share(m) * t_c)
 
-All-reduce of ``B`` gradient bytes in ``nb`` buckets costs, per ring of ``k``
+All-reduce of ``B`` gradient bytes (the catalogue's, times the fabric's
+``comm_scale`` for the model) in ``nb`` buckets costs, per ring of ``k``
 members over a link of bandwidth ``bw`` and latency ``alpha``::
 
     ring(k, bw, alpha) = 2 (k-1)/k * B / bw + nb * 2 (k-1) * alpha
@@ -113,7 +114,9 @@ class PerfModel:
             return 0.0
         f = self.fabric
         buckets = bucket_sizes(model, f.bucket_bytes)
-        nbytes = float(sum(buckets))
+        # A fitted fabric may say the model moves more or fewer bytes than its
+        # fp32 parameters; the bucket count (latency term) stays the catalogue's.
+        nbytes = float(sum(buckets)) * f.comm_scale_of(model)
         nb = len(buckets)
         if f.algorithm == "ring":
             if r > 1:

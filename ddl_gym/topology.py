@@ -59,6 +59,13 @@ class Fabric:
             on its own (the seed's model, which makes many-layer models
             latency-bound).
         overlap: fraction of the backward pass that all-reduce can hide.
+        comm_scale: per-model multiplier on the catalogue's gradient bytes,
+            ``{model: factor}`` (stored as sorted pairs so a fabric stays
+            hashable). It is what a cluster's measurements say a model really
+            moves per iteration: mixed precision, gradient compression and
+            the framework's buckets differ from the fp32 parameter count.
+            Fitted per cluster by ``ddl_gym.calibrate``; models not listed
+            move their catalogue bytes (factor 1).
         description: where the numbers come from.
     """
 
@@ -70,9 +77,22 @@ class Fabric:
     algorithm: Algorithm = "hierarchical"
     bucket_bytes: float | None = 25e6
     overlap: float = 0.9
+    comm_scale: tuple[tuple[str, float], ...] = ()
     description: str = ""
 
     def __post_init__(self) -> None:
+        scale = self.comm_scale
+        pairs = scale.items() if isinstance(scale, dict) else scale
+        try:
+            pairs = tuple(sorted((str(m), float(f)) for m, f in pairs))
+        except (TypeError, ValueError):
+            raise ValueError(f"comm_scale must map model names to numbers, got {scale!r}") from None
+        for model, factor in pairs:
+            if not (factor > 0 and math.isfinite(factor)):
+                raise ValueError(f"comm_scale[{model!r}] must be positive, got {factor}")
+        if len({m for m, _ in pairs}) != len(pairs):
+            raise ValueError(f"comm_scale names a model twice: {scale!r}")
+        object.__setattr__(self, "comm_scale", pairs)
         if self.oversubscription < 1:
             raise ValueError(f"oversubscription must be >= 1, got {self.oversubscription}")
         if self.algorithm not in ("ring", "hierarchical"):
@@ -82,8 +102,17 @@ class Fabric:
         if self.bucket_bytes is not None and self.bucket_bytes <= 0:
             raise ValueError(f"bucket_bytes must be positive, got {self.bucket_bytes}")
 
+    def comm_scale_of(self, model: str) -> float:
+        """Multiplier on ``model``'s gradient bytes on this fabric (default 1)."""
+        for name, factor in self.comm_scale:
+            if name == model:
+                return factor
+        return 1.0
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        data["comm_scale"] = dict(self.comm_scale)
+        return data
 
 
 def fabric_from_dict(data: dict) -> Fabric:

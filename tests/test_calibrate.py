@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -90,7 +91,7 @@ def test_fit_recovers_known_parameters(algorithm):
     )
     df = _synthetic(truth)
     assert (df["ratio"] > 1.01).mean() > 0.5  # communication is visible
-    fit = fit_fabric(df, base="nvswitch_ib", algorithm=algorithm)
+    fit = fit_fabric(df, base="nvswitch_ib", algorithm=algorithm, comm_scale=False)
     assert fit.rms_log_error < 1e-6
     for name in fit.free:
         assert get_param(fit.fabric, name) == pytest.approx(get_param(truth, name), rel=0.01)
@@ -101,6 +102,53 @@ def test_fit_recovers_known_parameters(algorithm):
         "nic.latency",
         "overlap",
     }
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "hierarchical"])
+def test_fit_recovers_per_model_gradient_multipliers(algorithm):
+    # Multipliers with geometric mean 1 are identifiable exactly (the common
+    # factor belongs to the bandwidths); without the ridge the fit is unbiased.
+    scale = {"resnet50": 2.0, "bert_base": 0.5, "vgg16": 1.6, "ncf": 1 / 1.6}
+    truth = replace(
+        FABRICS["pcie_25gbe"],
+        algorithm=algorithm,
+        gpu_link=Link(8 * GB, 30 * US),
+        nic=Link(1.5 * GB, 80 * US),
+        overlap=0.6,
+        comm_scale=scale,
+    )
+    fit = fit_fabric(_synthetic(truth), base="nvswitch_ib", algorithm=algorithm, scale_prior=0)
+    assert fit.rms_log_error < 1e-6
+    assert {n for n in fit.free if n.startswith("comm_scale.")} == {
+        f"comm_scale.{m}" for m in scale
+    }
+    for name in fit.free:
+        assert get_param(fit.fabric, name) == pytest.approx(get_param(truth, name), rel=0.01)
+
+
+def test_fitted_multipliers_have_geometric_mean_one():
+    # Every model's true bytes are 3x the catalogue's: the fit cannot tell
+    # that from 3x slower links, and puts it in the links.
+    truth = replace(FABRICS["pcie_25gbe"], algorithm="ring", overlap=0.3)
+    df = _synthetic(truth, models=("resnet50", "bert_base"))
+    slow = replace(
+        truth,
+        gpu_link=Link(truth.gpu_link.bandwidth / 3, truth.gpu_link.latency),
+        nic=Link(truth.nic.bandwidth / 3, truth.nic.latency),
+    )
+    df["ratio"] = predict_ratio(df, slow)
+    fit = fit_fabric(df, algorithm="ring")
+    factors = dict(fit.fabric.comm_scale)
+    assert set(factors) == {"resnet50", "bert_base"}
+    assert math.prod(factors.values()) == pytest.approx(1.0, rel=1e-9)
+    assert factors["resnet50"] == pytest.approx(1.0, rel=0.01)
+    assert fit.fabric.nic.bandwidth == pytest.approx(slow.nic.bandwidth, rel=0.01)
+
+
+def test_one_model_gets_no_multiplier():
+    fit = fit_fabric(_synthetic(FABRICS["pcie_25gbe"], models=("resnet50",)), algorithm="ring")
+    assert fit.fabric.comm_scale == ()
+    assert not any(n.startswith("comm_scale.") for n in fit.free)
 
 
 def test_fit_picks_the_generating_algorithm():
@@ -132,12 +180,13 @@ def test_packed_reference_divides_by_packed_time():
 
 
 def test_saved_fit_is_usable_by_path(tmp_path):
-    df = _synthetic(FABRICS["pcie_25gbe"], models=("resnet50",))
+    df = _synthetic(FABRICS["pcie_25gbe"], models=("resnet50", "ncf"))
     fit = fit_fabric(df, algorithm="ring")
     path = save_fitted(fit, "unit_fit", directory=tmp_path, description="test")
     fabric = get_fabric(str(path))
     assert fabric.name == "unit_fit"
     assert fabric.nic.bandwidth == pytest.approx(fit.fabric.nic.bandwidth)
+    assert fabric.comm_scale == fit.fabric.comm_scale and len(fabric.comm_scale) == 2
     assert fabric.uplink == fabric.nic  # tables know no racks: uplink = NIC
 
 

@@ -57,6 +57,20 @@ def test_hierarchical_one_server_by_hand():
     assert pm.allreduce_time("resnet18", Shape(4, 4, 1, 1)) == pytest.approx(expected, rel=1e-12)
 
 
+def test_comm_scale_multiplies_only_the_bandwidth_term():
+    from dataclasses import replace
+
+    scaled = replace(simple_fabric(), comm_scale={"resnet18": 0.5})
+    pm = PerfModel(Cluster(2, 2, 4, scaled))
+    # half the bytes on the same ring of 4; the latency term is unchanged
+    expected = 1.5 * 0.5 * RESNET18_BYTES / 100e9 + 6e-6
+    assert pm.allreduce_time("resnet18", Shape(4, 4, 1, 1)) == pytest.approx(expected, rel=1e-12)
+    plain = PerfModel(Cluster(2, 2, 4, simple_fabric()))
+    assert pm.allreduce_time("resnet50", Shape(4, 4, 1, 1)) == plain.allreduce_time(
+        "resnet50", Shape(4, 4, 1, 1)
+    )  # models not listed move their catalogue bytes
+
+
 def test_hierarchical_two_racks_by_hand():
     pm = PerfModel(Cluster(2, 2, 4, simple_fabric()))
     # 2+2 GPUs on two servers of different racks: ring(2) on GPU link + ring(2) across racks
@@ -193,6 +207,22 @@ def test_fabric_round_trip_and_validation():
         Link(0, 1e-6)
     with pytest.raises(ValueError, match="algorithm"):
         Fabric("x", Link(1, 0), Link(1, 0), Link(1, 0), algorithm="tree")
+
+
+def test_fabric_comm_scale_round_trip_and_validation():
+    links = (Link(1, 0), Link(1, 0), Link(1, 0))
+    f = Fabric("x", *links, comm_scale={"ncf": 0.25, "bert_base": 2.0})
+    assert f.comm_scale == (("bert_base", 2.0), ("ncf", 0.25))  # sorted, hashable
+    assert f.comm_scale_of("ncf") == 0.25 and f.comm_scale_of("vgg16") == 1.0
+    assert f.to_dict()["comm_scale"] == {"bert_base": 2.0, "ncf": 0.25}
+    assert fabric_from_dict(f.to_dict()) == f
+    hash(Cluster(1, 2, 4, f))
+    with pytest.raises(ValueError, match=r"comm_scale\['ncf'\] must be positive"):
+        Fabric("x", *links, comm_scale={"ncf": 0.0})
+    with pytest.raises(ValueError, match="comm_scale must map"):
+        Fabric("x", *links, comm_scale={"ncf": "big"})
+    with pytest.raises(ValueError, match="twice"):
+        Fabric("x", *links, comm_scale=(("ncf", 1.0), ("ncf", 2.0)))
 
 
 def test_fabric_by_path_and_bad_file(tmp_path):
