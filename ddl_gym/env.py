@@ -164,7 +164,8 @@ class ClusterEnv(gym.Env):
       the slot is empty), columns in this order (``env_obs.PENDING_FIELDS``):
       ``present``; ``gpus`` (log(1+g)/log(1+cluster GPUs));
       ``has_machine|rack|network``: whether a shape of that level exists for
-      the job on this cluster; ``log_grad_bytes`` (log10 bytes / 10),
+      the job on this cluster; ``log_grad_bytes`` (log10 bytes / 10, the
+      bytes the model moves on this fabric: catalogue x ``comm_scale``),
       ``log_buckets`` (all-reduce messages per iteration on this fabric),
       ``backward_share`` (overlap potential), ``log_iter_time``
       ((log10 s + 5) / 6): model features;

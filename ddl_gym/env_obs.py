@@ -32,6 +32,7 @@ import numpy as np
 from ddl_gym.engine import Engine, Job
 from ddl_gym.perf import Level
 from ddl_gym.profiles import bucket_sizes, get_profile
+from ddl_gym.topology import Fabric
 
 LEVELS = (Level.MACHINE, Level.RACK, Level.NETWORK)
 QUEUE_ORDERS = ("arrival", "small_first", "las")
@@ -109,13 +110,14 @@ class ObsConfig:
     queue_order: str
 
 
-def _model_features(model: str, bucket_bytes: float | None) -> tuple[float, float, float]:
+def _model_features(model: str, fabric: Fabric) -> tuple[float, float, float]:
     """Static, policy-relevant traits of a model: size and number of the
     gradient messages (bandwidth vs latency sensitivity) and how much of an
-    iteration communication can hide behind."""
+    iteration communication can hide behind. The bytes are those the model
+    moves on this fabric (a fitted fabric may scale the catalogue's)."""
     p = get_profile(model)
-    grad = max(1.0, float(p.total_grad_bytes))
-    buckets = len(bucket_sizes(model, bucket_bytes))
+    grad = max(1.0, float(p.total_grad_bytes) * fabric.comm_scale_of(model))
+    buckets = len(bucket_sizes(model, fabric.bucket_bytes))
     return (
         min(1.0, math.log10(grad) / 10.0),  # 10 GB -> 1
         min(1.0, math.log1p(buckets) / math.log1p(1000.0)),
@@ -146,7 +148,7 @@ class ObsBuilder:
         for j in jobs:
             feats = per_model.get(j.model)
             if feats is None:
-                feats = per_model[j.model] = _model_features(j.model, c.fabric.bucket_bytes)
+                feats = per_model[j.model] = _model_features(j.model, c.fabric)
             has = has_level.get(j.gpus)
             if has is None:
                 has = has_level[j.gpus] = tuple(

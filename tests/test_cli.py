@@ -280,6 +280,9 @@ def test_compare_ctrl_c_keeps_finished_cells(tmp_path):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A shell's background job (CI runners, `cmd &`) ignores SIGINT and
+        # its children inherit that; give the child Python's usual Ctrl-C.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     cells = tmp_path / "i" / "cells"
     deadline = time.time() + 120

@@ -390,6 +390,36 @@ def test_queue_orders():
         env.action_index(Place(3, Level.NETWORK))
 
 
+def test_fitted_comm_scale_shows_in_grad_bytes_and_slowdowns():
+    from dataclasses import replace
+
+    from ddl_gym.topology import FABRICS
+
+    trace = pd.DataFrame(
+        {
+            "job_id": ["a"],
+            "arrival_s": [0.0],
+            "gpus": [8],
+            "model": ["resnet50"],
+            "iterations": [1e4],
+            "iter_time_s": [0.1],
+        }
+    )
+    col = {name: i for i, name in enumerate(PENDING_FIELDS)}
+    rows = []
+    for factor in (1.0, 10.0):
+        fabric = replace(FABRICS["pcie_25gbe"], comm_scale={"resnet50": factor})
+        env = ClusterEnv(trace=trace, cluster=Cluster(2, 2, 4, fabric), K=1, M=1)
+        obs, _ = env.reset(seed=0)
+        rows.append(obs["pending"][0])
+    # ten times the bytes: log10 bytes / 10 grows by exactly 0.1
+    assert rows[1][col["log_grad_bytes"]] - rows[0][col["log_grad_bytes"]] == pytest.approx(
+        0.1, abs=1e-6
+    )
+    assert rows[1][col["slowdown_rack"]] > rows[0][col["slowdown_rack"]]
+    assert rows[1][col["log_buckets"]] == rows[0][col["log_buckets"]]
+
+
 # -- heuristics through the env ---------------------------------------------
 def replay_fifo(trace, cluster, **kwargs):
     env = ClusterEnv(trace=trace, cluster=cluster, queue_order="arrival", **kwargs)
