@@ -59,6 +59,8 @@ def default_data_dir() -> Path:
 
 def _md(df: pd.DataFrame, floatfmt: str = "{:.1%}") -> str:
     """A DataFrame as a GitHub markdown table (no tabulate dependency)."""
+    if df.empty:
+        return "_none (too few clusters or models selected)_"
     cols = list(df.columns)
     lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
     for _, row in df.iterrows():
@@ -101,9 +103,23 @@ def _fmt_params(fit: FitResult) -> dict[str, str]:
     }
 
 
-def run(data_dir: Path, out_dir: Path, save: bool, base: str, loss: str, seed: int) -> str:
+def run(
+    data_dir: Path,
+    out_dir: Path,
+    save: bool,
+    base: str,
+    loss: str,
+    seed: int,
+    clusters: list[str] | None = None,
+) -> str:
     t0 = time.time()
     df = load_measured(data_dir)
+    known = sorted(df["cluster"].unique())
+    if clusters:
+        unknown = sorted(set(clusters) - set(known))
+        if unknown:
+            raise ValueError(f"unknown cluster(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        df = df[df["cluster"].isin(clusters)].reset_index(drop=True)
     clusters = sorted(df["cluster"].unique())
     informative = df[~df["is_reference"]]
     counts = informative.groupby(["cluster", "level"]).size().unstack(fill_value=0).reset_index()
@@ -125,7 +141,9 @@ def run(data_dir: Path, out_dir: Path, save: bool, base: str, loss: str, seed: i
     err_pl = abs_rel_error(df, pred_pl)  # NaN on reference rows
     err_lomo = abs_rel_error(df, predict_leave_one_model_out(df, base, loss=loss))
     cross_rows = []
-    for train in ("pollux_t4", "gavel_v100"):
+    # transfer from the two most measured clusters (Pollux and Gavel V100 in full)
+    sources = [c for c in ("pollux_t4", "gavel_v100") if c in clusters] or clusters[:1]
+    for train in sources if len(clusters) > 1 else ():
         for test in clusters:
             if test == train:
                 continue
@@ -135,7 +153,7 @@ def run(data_dir: Path, out_dir: Path, save: bool, base: str, loss: str, seed: i
             t.insert(0, "predicted", test)
             t.insert(0, "fitted on", train)
             cross_rows.append(t)
-    cross = pd.concat(cross_rows, ignore_index=True)
+    cross = pd.concat(cross_rows, ignore_index=True) if cross_rows else pd.DataFrame()
 
     saved = []
     if save:
@@ -389,12 +407,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--seed", type=int, default=0, help="seed of the placement folds")
     p.add_argument(
+        "--clusters",
+        help="comma-separated measured clusters to use (default: all; e.g. gavel_k80,chronus)",
+    )
+    p.add_argument(
         "--no-save", action="store_true", help="do not save the fitted presets to ddl_gym/fabrics/"
     )
     args = p.parse_args(argv)
     if not args.data.is_dir():
         p.error(f"data dir {args.data} not found (use --data)")
-    text = run(args.data, args.out, not args.no_save, args.base, args.loss, args.seed)
+    clusters = [c for c in args.clusters.split(",") if c] if args.clusters else None
+    try:
+        text = run(args.data, args.out, not args.no_save, args.base, args.loss, args.seed, clusters)
+    except ValueError as err:
+        p.error(str(err))
     start = text.index("## Headline")
     print(text[start : text.index("## Fitted parameters")])
     print(f"wrote {args.out / 'calibration.md'} and {args.out / 'calibration.png'}")

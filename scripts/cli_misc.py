@@ -83,6 +83,7 @@ def register_calibrate(sub: argparse._SubParsersAction) -> None:
         epilog=epilog(
             "ddl-gym calibrate --no-save --out /tmp/cal",
             "ddl-gym calibrate -s small --loss soft_l1 --no-save --out /tmp/cal",
+            "ddl-gym calibrate --clusters gavel_k80,chronus --no-save --out /tmp/cal",
         ),
         formatter_class=RAW,
     )
@@ -92,6 +93,7 @@ def register_calibrate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--loss", choices=["linear", "soft_l1", "cauchy"])
     p.add_argument("--seed", type=int)
     p.add_argument("--no-save", action="store_true", help="do not save fitted presets")
+    p.add_argument("--clusters", help="measured clusters to use, comma-separated (default: all)")
     p.set_defaults(func=run_calibrate)
 
 
@@ -109,6 +111,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         ("--out", args.out),
         ("--loss", args.loss),
         ("--seed", args.seed),
+        ("--clusters", args.clusters),
     ):
         if value is not None:
             argv += [flag, str(value)]

@@ -43,6 +43,7 @@ def _data_dir() -> Path | None:
         return cand if cand.is_dir() else None
 
 
+REPO = Path(__file__).resolve().parents[1]
 DATA = _data_dir()
 needs_data = pytest.mark.skipif(
     DATA is None or not (DATA / "profiles").is_dir(),
@@ -393,3 +394,31 @@ def test_shipped_fitted_presets_load_by_name():
         fabric = get_fabric(name)
         assert fabric.name == name
         assert Cluster(1, 2, 4, name).fabric == fabric
+
+
+@needs_data
+def test_report_script_end_to_end_on_one_cluster(tmp_path):
+    """``scripts/calibrate.py`` on Gavel K80 alone: the report has the headline
+    per level, the fitted multipliers and the plot, and saves nothing."""
+    from scripts import calibrate as script
+
+    before = sorted(p.stat().st_mtime for p in (REPO / "ddl_gym" / "fabrics").glob("*.json"))
+    argv = ["--data", str(DATA), "--out", str(tmp_path), "--clusters", "gavel_k80", "--no-save"]
+    assert script.main(argv) == 0
+    text = (tmp_path / "calibration.md").read_text()
+    assert (tmp_path / "calibration.png").stat().st_size > 10_000
+    for level in ("machine", "multi-node"):
+        row = next(
+            line
+            for line in text.splitlines()
+            if line.startswith(f"| fitted, held-out placements | {level} |")
+        )
+        median = float(row.split("|")[4].strip().rstrip("%"))
+        assert 0 < median < 15  # K80's held-out placements (measured: 5.6% and 7.4%)
+    for model in ("lstm_lm", "resnet18", "resnet50", "transformer"):
+        assert f"| gavel_k80 | {model} | " in text
+    after = sorted(p.stat().st_mtime for p in (REPO / "ddl_gym" / "fabrics").glob("*.json"))
+    assert before == after
+    with pytest.raises(SystemExit) as exc:
+        script.main(["--data", str(DATA), "--out", str(tmp_path), "--clusters", "nope"])
+    assert exc.value.code == 2
