@@ -422,3 +422,34 @@ def test_report_script_end_to_end_on_one_cluster(tmp_path):
     with pytest.raises(SystemExit) as exc:
         script.main(["--data", str(DATA), "--out", str(tmp_path), "--clusters", "nope"])
     assert exc.value.code == 2
+
+
+def test_shipped_pollux_preset_runs_in_simulate_with_its_multipliers():
+    """A fitted preset by name in ``simulate()``: an 8-GPU job on two 4-GPU
+    servers takes exactly iterations / 8 x the fitted iteration time, and
+    the model's multiplier shows in it."""
+    from baselines.fifo import FifoPolicy
+    from ddl_gym.engine import simulate
+
+    cluster = Cluster(1, 2, 4, "fitted_pollux_t4")
+    assert cluster.fabric.comm_scale_of("ncf") < 1  # ncf moves less than 20 MB
+    jobs = pd.DataFrame(
+        {
+            "job_id": ["ncf", "bert"],
+            "arrival_s": [0.0, 0.0],
+            "gpus": [8, 8],
+            "model": ["ncf", "bert_base"],
+            "iterations": [8000.0, 8000.0],
+            "iter_time_s": [0.01, 0.5],
+        }
+    )
+    result = simulate(jobs, cluster, FifoPolicy(), congestion="none")
+    perf = PerfModel(cluster)
+    base = PerfModel(Cluster(1, 2, 4, replace(cluster.fabric, comm_scale=())))
+    shape = Shape(8, 4, 2, 1)
+    jct = result.jobs.set_index("job_id")["jct_s"]
+    for job, model, t_c in (("ncf", "ncf", 0.01), ("bert", "bert_base", 0.5)):
+        t_iter = perf.iter_time(model, t_c, shape)
+        assert t_iter != pytest.approx(base.iter_time(model, t_c, shape), rel=1e-3)
+        wait = 0.0 if job == "ncf" else jct["ncf"]  # FIFO: bert waits for the cluster
+        assert jct[job] == pytest.approx(wait + 1000 * t_iter, rel=1e-9)
