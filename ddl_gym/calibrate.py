@@ -9,10 +9,11 @@ Gavel and Pollux (reference = one GPU, compute time measured) is exactly the
 relative error of the iteration time.
 
 :func:`fit_fabric` fits the fabric parameters that the tables can see (GPU
-link and NIC bandwidth and latency, overlap) by least squares on the log
-ratio, in log-parameter space with bounds, the way Pollux fits its
-throughput model to a cluster's measurements. The tables know no racks, so
-the uplink of a fitted preset is a copy of its NIC link (unfitted).
+link and NIC bandwidth and latency, overlap) and one gradient-byte
+multiplier per model (``Fabric.comm_scale``, geometric mean 1) by least
+squares on the log ratio, in log-parameter space with bounds, the way Pollux
+fits its throughput model to a cluster's measurements. The tables know no
+racks, so the uplink of a fitted preset is a copy of its NIC link (unfitted).
 
 Typical use::
 
