@@ -202,6 +202,16 @@ SCENARIOS: dict[str, Scenario] = {
             congestions=("none", "moderate", "heavy"),
         ),
         Scenario(
+            name="seed-week-big-racks",
+            description="the seed's week on 64 GPUs in 2 racks of 4 servers (32-GPU racks "
+            "instead of 16: all but 4 jobs fit one), seed fabric (needs the data dir)",
+            trace="seed-week",
+            cluster="2x4x8",
+            fabric="seed",
+            congestion="heavy",
+            congestions=("none", "moderate", "heavy"),
+        ),
+        Scenario(
             name="philly-week-512",
             description="the Philly week (5,869 jobs) on 512 NVSwitch/InfiniBand GPUs, "
             "moderate congestion (needs the data dir)",
