@@ -326,20 +326,22 @@ def fit_fabric(
         x = [math.log(values[p]) if _is_log(p) else values[p] for p in free_t] + [0.0] * n_scale
         return np.clip(x, lo + 1e-9, hi - 1e-9)
 
+    def scale_logs(x: np.ndarray) -> np.ndarray:
+        """Log multipliers of all ``models``: the free ones, then the last."""
+        free_logs = x[len(free_t) :]
+        return np.append(free_logs, -np.sum(free_logs)) if models else free_logs
+
     def to_fabric(x: np.ndarray) -> Fabric:
         values = {p: math.exp(v) if _is_log(p) else v for p, v in zip(free_t, x, strict=False)}
-        if models:
-            logs = list(x[len(free_t) :])
-            logs.append(-sum(logs))
-            values.update({n: math.exp(v) for n, v in zip(scale_names, logs, strict=True)})
+        logs = scale_logs(x)
+        values.update({n: math.exp(v) for n, v in zip(scale_names, logs, strict=True)})
         return with_params(base, values)
 
     def penalized(x: np.ndarray) -> np.ndarray:
         r = residual(to_fabric(x))
         if not models or scale_prior == 0:
             return r
-        logs = np.append(x[len(free_t) :], -np.sum(x[len(free_t) :]))
-        return np.concatenate([r, scale_prior * logs])
+        return np.concatenate([r, scale_prior * scale_logs(x)])
 
     best = None
     for start in _start_points(base, free_t):

@@ -30,7 +30,7 @@ from ddl_gym.measured import (
     read_pollux_placements,
 )
 from ddl_gym.perf import PerfModel, Shape
-from ddl_gym.topology import FABRICS, GB, US, Cluster, Link, get_fabric
+from ddl_gym.topology import FABRICS, GB, US, Cluster, Fabric, Link, get_fabric
 
 
 def _data_dir() -> Path | None:
@@ -81,15 +81,21 @@ def _synthetic(fabric, models=("resnet50", "bert_base", "vgg16", "ncf")) -> pd.D
     return df
 
 
-@pytest.mark.parametrize("algorithm", ["ring", "hierarchical"])
-def test_fit_recovers_known_parameters(algorithm):
-    truth = replace(
+def _truth(algorithm: str, **fields) -> Fabric:
+    """A fabric to generate data from, away from every preset's values."""
+    return replace(
         FABRICS["pcie_25gbe"],
         algorithm=algorithm,
         gpu_link=Link(8 * GB, 30 * US),
         nic=Link(1.5 * GB, 80 * US),
         overlap=0.6,
+        **fields,
     )
+
+
+@pytest.mark.parametrize("algorithm", ["ring", "hierarchical"])
+def test_fit_recovers_known_parameters(algorithm):
+    truth = _truth(algorithm)
     df = _synthetic(truth)
     assert (df["ratio"] > 1.01).mean() > 0.5  # communication is visible
     fit = fit_fabric(df, base="nvswitch_ib", algorithm=algorithm, comm_scale=False)
@@ -110,14 +116,7 @@ def test_fit_recovers_per_model_gradient_multipliers(algorithm):
     # Multipliers with geometric mean 1 are identifiable exactly (the common
     # factor belongs to the bandwidths); without the ridge the fit is unbiased.
     scale = {"resnet50": 2.0, "bert_base": 0.5, "vgg16": 1.6, "ncf": 1 / 1.6}
-    truth = replace(
-        FABRICS["pcie_25gbe"],
-        algorithm=algorithm,
-        gpu_link=Link(8 * GB, 30 * US),
-        nic=Link(1.5 * GB, 80 * US),
-        overlap=0.6,
-        comm_scale=scale,
-    )
+    truth = _truth(algorithm, comm_scale=scale)
     fit = fit_fabric(_synthetic(truth), base="nvswitch_ib", algorithm=algorithm, scale_prior=0)
     assert fit.rms_log_error < 1e-6
     assert {n for n in fit.free if n.startswith("comm_scale.")} == {
@@ -430,18 +429,12 @@ def test_shipped_pollux_preset_runs_in_simulate_with_its_multipliers():
     the model's multiplier shows in it."""
     from baselines.fifo import FifoPolicy
     from ddl_gym.engine import simulate
+    from tests.helpers import make_trace
 
     cluster = Cluster(1, 2, 4, "fitted_pollux_t4")
     assert cluster.fabric.comm_scale_of("ncf") < 1  # ncf moves less than 20 MB
-    jobs = pd.DataFrame(
-        {
-            "job_id": ["ncf", "bert"],
-            "arrival_s": [0.0, 0.0],
-            "gpus": [8, 8],
-            "model": ["ncf", "bert_base"],
-            "iterations": [8000.0, 8000.0],
-            "iter_time_s": [0.01, 0.5],
-        }
+    jobs = make_trace(
+        [("ncf", 0.0, 8, "ncf", 8000.0, 0.01), ("bert", 0.0, 8, "bert_base", 8000.0, 0.5)]
     )
     result = simulate(jobs, cluster, FifoPolicy(), congestion="none")
     perf = PerfModel(cluster)

@@ -20,6 +20,7 @@ from ddl_gym.perf import Level
 from ddl_gym.topology import Cluster
 from ddl_gym.traces import default_trace, find_data_dir, head, load_trace, synthetic_trace
 from ddl_gym.wrappers import FlattenClusterObs
+from tests.helpers import make_trace
 
 SMALL = "ddl_gym/Small-v0"
 TINY_SPEC = {"n_jobs": 12, "arrival_rate_per_h": 60.0, "duration_median_s": 300.0}
@@ -395,16 +396,7 @@ def test_fitted_comm_scale_shows_in_grad_bytes_and_slowdowns():
 
     from ddl_gym.topology import FABRICS
 
-    trace = pd.DataFrame(
-        {
-            "job_id": ["a"],
-            "arrival_s": [0.0],
-            "gpus": [8],
-            "model": ["resnet50"],
-            "iterations": [1e4],
-            "iter_time_s": [0.1],
-        }
-    )
+    trace = make_trace([("a", 0.0, 8, "resnet50", 1e4, 0.1)])
     col = {name: i for i, name in enumerate(PENDING_FIELDS)}
     rows = []
     for factor in (1.0, 10.0):
