@@ -2,13 +2,14 @@
 
 ``load_policy(path)`` turns a saved model into a ``Policy`` (``reset(view,
 seed)``, ``act(view)``) that runs in ``ddl_gym.engine.simulate()`` beside the
-heuristics; with no path it loads the shipped model, ``agents/models/default.zip``.
-Training: ``agents.train.train(TrainConfig(...), out_dir)`` or
+heuristics; with no path it loads the shipped model, ``agents/models/default.zip``
+(installed as ``ddl_gym/agents/models/``).
+Training: ``ddl_gym.agents.train.train(TrainConfig(...), out_dir)`` or
 ``scripts/train.py``. Needs the ``agents`` extra (torch, SB3, sb3-contrib).
 """
 
-from agents.config import EnvConfig, PPOConfig, SplitConfig, TrainConfig
-from agents.policy import DEFAULT_MODEL, AgentPolicy, load_policy
+from ddl_gym.agents.config import EnvConfig, PPOConfig, SplitConfig, TrainConfig
+from ddl_gym.agents.policy import DEFAULT_MODEL, AgentPolicy, load_policy
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -19,3 +20,12 @@ __all__ = [
     "TrainConfig",
     "load_policy",
 ]
+
+if __name__ != "ddl_gym.agents":  # imported as the old top-level `agents` from a checkout
+    import warnings
+
+    warnings.warn(
+        "importing `agents` is deprecated: use `ddl_gym.agents` (the installed name)",
+        DeprecationWarning,
+        stacklevel=2,
+    )

@@ -20,9 +20,9 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from ddl_gym.agents.config import EnvConfig, SplitConfig
 from gymnasium import spaces
 
-from agents.config import EnvConfig, SplitConfig
 from ddl_gym.env import ClusterEnv
 from ddl_gym.traces import Trace, TraceWarning, default_trace, find_data_dir, load_trace, window
 

@@ -9,15 +9,17 @@ reported as mean ± std over the seeds.
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from ddl_gym.agents.envs import fixed_windows, resolve_traces, time_part
 from tqdm.auto import tqdm
 
-from agents.envs import fixed_windows, resolve_traces, time_part
 from ddl_gym.engine import simulate
 from ddl_gym.traces import Trace
 
@@ -59,14 +61,14 @@ def heuristic(name: str) -> Callable[[], Any]:
     """A factory of baseline ``name`` (``baselines.make_policy``; FIFO while
     the registry is absent)."""
     try:
-        from baselines import make_policy
+        from ddl_gym.baselines import make_policy
     except ImportError:
         make_policy = None
     if make_policy is not None:
         return lambda: make_policy(name)
     if name != "fifo":
         raise KeyError(f"baseline {name!r} unavailable (no baselines.make_policy yet)")
-    from baselines.fifo import FifoPolicy
+    from ddl_gym.baselines.fifo import FifoPolicy
 
     return FifoPolicy
 
@@ -124,3 +126,54 @@ def table(df: pd.DataFrame) -> str:
     n_win = len(df) // max(1, df["policy"].nunique())
     lines.append(f"({n_win} windows over {n_seeds} seeds; ± is the std over seeds)")
     return "\n".join(lines)
+
+
+# -- command line (scripts/evaluate.py, ddl-gym evaluate) --------------------
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(
+        description="Compare a trained agent with the heuristics on held-out test windows."
+    )
+    ap.add_argument(
+        "--model",
+        type=Path,
+        action="append",
+        help="model .zip (repeatable; default: the shipped one)",
+    )
+    ap.add_argument(
+        "--traces",
+        nargs="+",
+        default=list(DALLY_EVAL_TRACES),
+        help="trace specs (files, or default:A-B); the test part of each is used",
+    )
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument(
+        "--window-h",
+        type=float,
+        default=None,
+        help="window length in hours (default: the agent's training window; "
+        "0 = the whole test part)",
+    )
+    ap.add_argument("--congestion", default="heavy")
+    ap.add_argument("--baselines", nargs="*", default=list(HEURISTICS))
+    ap.add_argument("--csv", type=Path, help="write the per-window results here")
+    args = ap.parse_args(argv)
+    from ddl_gym.agents.policy import DEFAULT_MODEL, load_policy
+
+    agents = [load_policy(p) for p in (args.model or [DEFAULT_MODEL])]
+    cfg = agents[0].config
+    if args.window_h is None:
+        window_s = cfg.env.window_s
+    else:
+        window_s = args.window_h * 3600 if args.window_h > 0 else None
+    windows = heldout_windows(args.traces, cfg.split.test, args.seeds, window_s)
+    wh = "whole test part" if window_s is None else f"{window_s / 3600:g} h windows"
+    print(
+        f"test part {cfg.split.test} of {len(args.traces)} traces, {wh}, seeds {args.seeds}, "
+        f"cluster {cfg.env.cluster}, congestion {args.congestion}"
+    )
+    policies = {a.name: (lambda a=a: a) for a in agents}
+    policies |= available_heuristics(args.baselines)
+    df = run(policies, windows, cfg.env.cluster, args.congestion)
+    print(table(df))
+    if args.csv:
+        df.to_csv(args.csv, index=False)

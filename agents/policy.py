@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 import torch as th
+from ddl_gym.agents.config import TrainConfig
+from ddl_gym.agents.envs import agent_mask, flatten_obs
 
-from agents.config import TrainConfig
-from agents.envs import agent_mask, flatten_obs
 from ddl_gym.engine import WAIT, Action, EngineView, Place, Preempt
-from ddl_gym.env_obs import LEVELS, ObsBuilder, ObsConfig
+from ddl_gym.env.observation import LEVELS, ObsBuilder, ObsConfig
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "models" / "default.zip"
 

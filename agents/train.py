@@ -16,13 +16,18 @@ magnitude between traces and loads, which a fixed scale cannot fit.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import Any
 
 import torch as th
+from ddl_gym.agents.config import TrainConfig
+from ddl_gym.agents.envs import describe_split, fixed_windows, make_env_fn, split_traces
+from ddl_gym.agents.policy import DEFAULT_MODEL
 from stable_baselines3.common.callbacks import (
     BaseCallback,
     CallbackList,
@@ -30,9 +35,6 @@ from stable_baselines3.common.callbacks import (
     EvalCallback,
 )
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
-
-from agents.config import TrainConfig
-from agents.envs import describe_split, fixed_windows, make_env_fn, split_traces
 
 CKPT_PREFIX = "model"
 
@@ -193,3 +195,37 @@ def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: boo
     print(f"trained {steps} steps in {wall:.0f} s ({stats['steps_per_s']:.0f} steps/s)")
     best = out / "best" / "best_model.zip"
     return best if best.is_file() else out / "final.zip"
+
+
+# -- command line (scripts/train.py, ddl-gym train) --------------------------
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(
+        description="Train a learned scheduler (MaskablePPO; plain PPO as an ablation)."
+    )
+    ap.add_argument("--config", type=Path, help="TOML or JSON TrainConfig (defaults otherwise)")
+    ap.add_argument("--out", type=Path, required=True, help="run directory")
+    ap.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
+    ap.add_argument("--timesteps", type=int, help="override total_timesteps")
+    ap.add_argument("--seed", type=int, help="override seed")
+    ap.add_argument("--algo", choices=["maskable_ppo", "ppo"], help="override ppo.algo")
+    ap.add_argument("--vec-env", choices=["subproc", "dummy"], help="override vec_env")
+    ap.add_argument("--ship", metavar="NAME", help="copy the best model to agents/models/NAME.zip")
+    ap.add_argument("--no-progress", action="store_true")
+    args = ap.parse_args(argv)
+
+    cfg = TrainConfig.load(args.config) if args.config else TrainConfig()
+    if args.timesteps is not None:
+        cfg.total_timesteps = args.timesteps
+    if args.seed is not None:
+        cfg.seed = args.seed
+    if args.algo:
+        cfg.ppo.algo = args.algo
+    if args.vec_env:
+        cfg.vec_env = args.vec_env
+    best = train(cfg, args.out, resume=args.resume, progress=not args.no_progress)
+    print(f"best model: {best}")
+    if args.ship:
+        dest = DEFAULT_MODEL.parent / f"{args.ship}.zip"
+        shutil.copyfile(best, dest)
+        cfg.save_json(dest.with_suffix(".json"))
+        print(f"shipped: {dest} (+ {dest.with_suffix('.json').name})")

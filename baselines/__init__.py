@@ -3,7 +3,7 @@
 ``make_policy(name, **kwargs)`` builds one by registry name; keyword
 arguments override the policy's parameters. Each policy has a ``name``,
 ``reset(view, seed=None)``, ``act(view)`` and ``engine_kwargs()`` (the engine
-settings it needs, which ``scripts/compare.py`` merges into ``simulate``).
+settings it needs, which ``ddl_gym.experiments.grid`` merges into ``simulate``).
 
 ==============  ==============================================================
 name            policy
@@ -87,3 +87,12 @@ __all__ = [
     "TiresiasPolicy",
     "make_policy",
 ]
+
+if __name__ != "ddl_gym.baselines":  # imported as the old top-level `baselines` from a checkout
+    import warnings
+
+    warnings.warn(
+        "importing `baselines` is deprecated: use `ddl_gym.baselines` (the installed name)",
+        DeprecationWarning,
+        stacklevel=2,
+    )

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ddl_gym import ENV_VARIANTS
-from ddl_gym.topology import CONGESTION, Cluster, get_congestion, get_fabric
+from ddl_gym.topology import CONGESTION, Cluster, get_cluster, get_congestion, get_fabric
 from ddl_gym.traces import (
     Trace,
     default_trace,
@@ -88,11 +88,7 @@ class Scenario:
 
     # -- what the engine takes -----------------------------------------------
     def build_cluster(self) -> Cluster:
-        # "RxSxG" shapes as the env reads them; imported here so that listing
-        # scenarios does not import gymnasium
-        from ddl_gym.env import resolve_cluster
-
-        return resolve_cluster(self.cluster, self.fabric)
+        return get_cluster(self.cluster, self.fabric)
 
     def build_trace(self, seed: int = 0) -> Trace:
         """The workload; ``seed`` drives synthetic generation and model

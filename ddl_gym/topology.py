@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -367,8 +368,17 @@ CLUSTERS: dict[str, Cluster] = {
 }
 
 
+_CLUSTER_SHAPE = re.compile(r"^(\d+)x(\d+)x(\d+)$")
+
+
 def get_cluster(cluster: str | Cluster, fabric: str | Fabric | None = None) -> Cluster:
+    """A ``Cluster``, a preset name, or ``"RxSxG"`` (racks x servers per rack x
+    GPUs per server, fabric ``seed`` unless ``fabric`` says otherwise);
+    ``fabric`` overrides the cluster's fabric."""
     if isinstance(cluster, str):
+        shape = _CLUSTER_SHAPE.match(cluster)
+        if shape:
+            return Cluster(*(int(x) for x in shape.groups()), fabric=fabric or "seed")
         try:
             cluster = CLUSTERS[cluster]
         except KeyError:

@@ -10,7 +10,7 @@ Masking follows RLlib's convention (new API stack): the observation is a
 flattened ``ClusterEnv`` observation), and the RLModule is RLlib's
 ``ActionMaskingTorchRLModule``, which drives the logits of invalid actions to
 -inf before sampling, so the agent never picks an invalid action (the same
-guarantee MaskablePPO gives in ``agents/``).
+guarantee MaskablePPO gives in ``ddl_gym.agents``).
 
 Needs Ray RLlib (pinned in the ``ray`` extra) and torch. Workers import
 ddl-gym, so on a real cluster install the project on every node (or pass a

@@ -8,20 +8,25 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
-from agents import load_policy  # noqa: E402
-from agents.config import EnvConfig, PPOConfig, SplitConfig, TrainConfig  # noqa: E402
-from agents.envs import (  # noqa: E402
+from ddl_gym.agents import load_policy  # noqa: E402
+from ddl_gym.agents.config import EnvConfig, PPOConfig, SplitConfig, TrainConfig  # noqa: E402
+from ddl_gym.agents.envs import (  # noqa: E402
     AgentEnv,
     cluster_env,
     fixed_windows,
     flatten_obs,
     split_traces,
 )
-from agents.evaluate import heldout_windows  # noqa: E402
-from agents.policy import DEFAULT_MODEL  # noqa: E402
-from agents.train import latest_checkpoint, train  # noqa: E402
-from ddl_gym.engine import Engine, EngineView, Wait  # noqa: E402
-from ddl_gym.engine.engine import run_policy  # noqa: E402
+from ddl_gym.agents.evaluate import heldout_windows  # noqa: E402
+from ddl_gym.agents.policy import DEFAULT_MODEL  # noqa: E402
+from ddl_gym.agents.train import latest_checkpoint, train  # noqa: E402
+
+from ddl_gym.engine import (  # noqa: E402
+    Engine,
+    EngineView,
+    Wait,
+    run_policy,  # noqa: E402
+)
 from ddl_gym.traces import default_trace, window  # noqa: E402
 from ddl_gym.wrappers import FlattenClusterObs  # noqa: E402
 from tests.helpers import InvariantChecker  # noqa: E402

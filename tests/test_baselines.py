@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 
 import pytest
+from ddl_gym.baselines import POLICY_NAMES, AutoTuner, make_policy
+from ddl_gym.baselines.common import size_level
 
-from baselines import POLICY_NAMES, AutoTuner, make_policy
-from baselines.common import size_level
 from ddl_gym.engine import Engine, EngineView, Wait, run_policy, simulate
 from ddl_gym.perf import Level
 from ddl_gym.topology import Cluster

@@ -399,7 +399,7 @@ def test_shipped_fitted_presets_load_by_name():
 def test_report_script_end_to_end_on_one_cluster(tmp_path):
     """``scripts/calibrate.py`` on Gavel K80 alone: the report has the headline
     per level, the fitted multipliers and the plot, and saves nothing."""
-    from scripts import calibrate as script
+    from ddl_gym.report import calibration as script
 
     before = sorted(p.stat().st_mtime for p in (REPO / "ddl_gym" / "fabrics").glob("*.json"))
     argv = ["--data", str(DATA), "--out", str(tmp_path), "--clusters", "gavel_k80", "--no-save"]
@@ -427,7 +427,8 @@ def test_shipped_pollux_preset_runs_in_simulate_with_its_multipliers():
     """A fitted preset by name in ``simulate()``: an 8-GPU job on two 4-GPU
     servers takes exactly iterations / 8 x the fitted iteration time, and
     the model's multiplier shows in it."""
-    from baselines.fifo import FifoPolicy
+    from ddl_gym.baselines.fifo import FifoPolicy
+
     from ddl_gym.engine import simulate
     from tests.helpers import make_trace
 

@@ -1,5 +1,5 @@
 """The ``ddl-gym`` command line, through its real entry point (a subprocess
-running ``python -m scripts.cli``, which is what the console script calls)."""
+running ``python -m ddl_gym.cli``, which is what the console script calls)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ COMMANDS = (
 def cli(*args: str, cwd: Path | None = None, check: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.run(
-        [sys.executable, "-m", "scripts.cli", *args],
+        [sys.executable, "-m", "ddl_gym.cli", *args],
         cwd=cwd or REPO,
         env=env,
         capture_output=True,
@@ -261,7 +261,7 @@ def test_compare_ctrl_c_keeps_finished_cells(tmp_path):
         [
             sys.executable,
             "-m",
-            "scripts.cli",
+            "ddl_gym.cli",
             "compare",
             "-s",
             "default",

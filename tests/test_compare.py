@@ -1,4 +1,4 @@
-"""scripts/compare.py: the --quick preset runs and writes every output."""
+"""scripts/compare.py (ddl_gym.experiments.grid): the --quick preset writes every output."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-
-from baselines import POLICY_NAMES
+from ddl_gym.baselines import POLICY_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,11 +38,8 @@ def test_quick_compare_writes_tables_csv_and_plots(tmp_path):
 
 
 def test_run_cell_is_a_pure_function():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        from compare import run_cell
-    finally:
-        sys.path.pop(0)
+    from ddl_gym.experiments.grid import run_cell
+
     a = run_cell("tiresias", "default", "moderate", 1, max_jobs=40)
     b = run_cell("tiresias", "default", "moderate", 1, max_jobs=40)
     assert a["policy"] == "tiresias" and a["completed"] == 40

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from ddl_gym.baselines.fifo import FifoPolicy
 
-from baselines.fifo import FifoPolicy
 from ddl_gym.engine import (
     WAIT,
     Engine,

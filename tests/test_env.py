@@ -10,12 +10,12 @@ import gymnasium as gym
 import numpy as np
 import pandas as pd
 import pytest
+from ddl_gym.baselines.fifo import FifoPolicy
 
 import ddl_gym
-from baselines.fifo import FifoPolicy
 from ddl_gym.engine import WAIT, Place, Preempt, Status, simulate
 from ddl_gym.env import ClusterEnv, heuristic_rollout
-from ddl_gym.env_obs import GLOBAL_FIELDS, PENDING_FIELDS, RACK_FIELDS, RUNNING_FIELDS
+from ddl_gym.env.observation import GLOBAL_FIELDS, PENDING_FIELDS, RACK_FIELDS, RUNNING_FIELDS
 from ddl_gym.perf import Level
 from ddl_gym.topology import Cluster
 from ddl_gym.traces import default_trace, find_data_dir, head, load_trace, synthetic_trace
@@ -67,7 +67,7 @@ def test_variants_use_real_traces_when_data_present():
         pytest.skip("../shared/data not found (set DDL_GYM_DATA): variants use stand-ins")
     env = gym.make("ddl_gym/SeedWeek-v0").unwrapped
     assert env.cluster.num_gpus == 64
-    assert len(env._pool[0]) == 411
+    assert len(env._source.pool[0]) == 411
     day = gym.make("ddl_gym/PhillyDay-v0").unwrapped
     day.reset(seed=3)
     first = len(day.engine.jobs)

@@ -13,9 +13,9 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="Ray not installed: pip install 'ddl-gym[ray]'")
 
+from ddl_gym.experiments.cells import simulate_cell  # noqa: E402
+from ddl_gym.experiments.ray_backend import run_cells  # noqa: E402
 from ddl_gym.scenarios import SCENARIOS  # noqa: E402
-from scripts.cli_record import simulate_cell  # noqa: E402
-from scripts.ray_backend import run_cells  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -109,7 +109,7 @@ def test_cli_compare_ray_equals_local(tmp_path, scenario):
             args += ["--num-cpus", "2"]
         env = {**os.environ, "PYTHONPATH": str(REPO)}
         proc = subprocess.run(
-            [sys.executable, "-m", "scripts.cli", *args],
+            [sys.executable, "-m", "ddl_gym.cli", *args],
             cwd=REPO,
             env=env,
             capture_output=True,

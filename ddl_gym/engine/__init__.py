@@ -1,11 +1,11 @@
 """Event-driven simulator: state, events, actions, metrics."""
 
 from ddl_gym.engine.actions import WAIT, Action, InvalidAction, Place, Preempt, Wait
-from ddl_gym.engine.engine import Engine, StalledError, run_policy
+from ddl_gym.engine.engine import Engine, StalledError
 from ddl_gym.engine.job import Job, Status
 from ddl_gym.engine.metrics import JOB_COLUMNS, Result, summarize
 from ddl_gym.engine.policy import Policy
-from ddl_gym.engine.simulate import simulate
+from ddl_gym.engine.simulate import run_policy, simulate
 from ddl_gym.engine.view import EngineView
 
 __all__ = [

@@ -29,8 +29,9 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from ddl_gym.engine.actions import WAIT, Action, InvalidAction, Place, Preempt, Wait
+from ddl_gym.engine.actions import Action, InvalidAction, Place, Preempt, Wait
 from ddl_gym.engine.job import Job, Status
+from ddl_gym.engine.metrics import Result, build_result
 from ddl_gym.engine.packer import find_placement
 from ddl_gym.perf import Level, PerfModel, shape_of
 from ddl_gym.profiles import get_profile
@@ -511,27 +512,5 @@ class Engine:
         busy = compute + comm
         return compute / busy if busy > 0 else 0.0
 
-    def result(self):
-        from ddl_gym.engine.metrics import build_result
-
+    def result(self) -> Result:
         return build_result(self)
-
-
-def run_policy(engine: Engine, policy, max_actions_per_instant: int = 100_000) -> None:
-    """Drive ``engine`` to the end with ``policy`` (see ``simulate``)."""
-    from ddl_gym.engine.view import EngineView
-
-    view = EngineView(engine)
-    act = policy.act
-    while not engine.done:
-        for _ in range(max_actions_per_instant):
-            action = act(view)
-            if action is WAIT or isinstance(action, Wait):
-                break
-            engine.apply(action)
-        else:
-            raise RuntimeError(
-                f"policy {type(policy).__name__} took {max_actions_per_instant} actions "
-                f"at t={engine.now} without waiting"
-            )
-        engine.advance()

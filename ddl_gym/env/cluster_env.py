@@ -23,21 +23,16 @@ Design notes (why, beyond DESIGN.md section 5):
 
 from __future__ import annotations
 
-import re
-import warnings
-from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import pandas as pd
 from gymnasium import spaces
 
-from ddl_gym.engine import WAIT, Action, Engine, EngineView, InvalidAction, Place, Preempt, Wait
-from ddl_gym.env_obs import (
+from ddl_gym.engine import Action, Engine, EngineView, InvalidAction
+from ddl_gym.env.actions import ActionCodec
+from ddl_gym.env.observation import (
     GLOBAL_FIELDS,
-    LEVELS,
     PENDING_FIELDS,
     QUEUE_ORDERS,
     RACK_FIELDS,
@@ -45,73 +40,10 @@ from ddl_gym.env_obs import (
     ObsBuilder,
     ObsConfig,
 )
-from ddl_gym.perf import Level
+from ddl_gym.env.sources import EpisodeSource
 from ddl_gym.topology import Cluster, get_cluster
-from ddl_gym.traces import (
-    Trace,
-    TraceWarning,
-    check_fits,
-    default_trace,
-    find_data_dir,
-    load_trace,
-    synthetic_trace,
-    validate,
-    window,
-)
 
 REWARDS = ("jct", "makespan", "comm", "slowdown")
-
-# Named traces accepted by ``trace=`` besides paths, Traces and DataFrames.
-SEED_WEEK_FILE = "traces/dally/sense_500jobs_poisson_1proc-week.json"
-PHILLY_WEEK_FILE = "traces/philly/philly_2017-11-13_to_2017-11-19.csv"
-
-_CLUSTER_SHAPE = re.compile(r"^(\d+)x(\d+)x(\d+)$")
-
-
-def resolve_cluster(cluster: Cluster | str, fabric: str | None = None) -> Cluster:
-    """A ``Cluster``, a preset name or ``"RxSxG"`` (racks x servers x GPUs;
-    fabric ``seed`` unless ``fabric`` says otherwise)."""
-    if isinstance(cluster, str):
-        m = _CLUSTER_SHAPE.match(cluster)
-        if m:
-            return Cluster(*(int(x) for x in m.groups()), fabric=fabric or "seed")
-    return get_cluster(cluster, fabric)
-
-
-def _named_trace(name: str, cluster: Cluster) -> Trace:
-    data = find_data_dir()
-    if name == "default":
-        return default_trace(seed=0)
-    if name in ("seed-week", "philly-week"):
-        rel = SEED_WEEK_FILE if name == "seed-week" else PHILLY_WEEK_FILE
-        if data is not None and (data / rel).is_file():
-            with warnings.catch_warnings():
-                # the seed's JSON is unsorted; the loader sorts it and says so
-                warnings.simplefilter("ignore", TraceWarning)
-                return load_trace(data / rel)
-        warnings.warn(
-            f"trace {name!r}: {rel} not found (no data dir); using a synthetic stand-in",
-            stacklevel=3,
-        )
-        if name == "seed-week":
-            return default_trace(seed=0)
-        return synthetic_trace(n_jobs=5869, seed=0, max_gpus=cluster.num_gpus, name=name)
-    path = Path(name).expanduser()
-    if path.is_file():
-        return load_trace(path)
-    raise ValueError(
-        f"unknown trace {name!r}: not 'default', 'seed-week', 'philly-week' or a trace file"
-    )
-
-
-def _as_trace(item: Any, cluster: Cluster) -> Trace:
-    if isinstance(item, Trace):
-        return item
-    if isinstance(item, pd.DataFrame):
-        return Trace("<DataFrame>", validate(item.reset_index(drop=True), "<DataFrame>"))
-    if isinstance(item, (str, Path)):
-        return _named_trace(str(item), cluster)
-    raise TypeError(f"not a trace: {type(item).__name__}")
 
 
 class ClusterEnv(gym.Env):
@@ -161,7 +93,7 @@ class ClusterEnv(gym.Env):
     * ``racks`` (racks, 2): ``free``: free GPUs / GPUs per rack;
       ``uplink_jobs``: cross-rack jobs using the rack's uplink, ``n/(n+1)``.
     * ``pending`` (K, 21), one row per job of the queue window (zeros when
-      the slot is empty), columns in this order (``env_obs.PENDING_FIELDS``):
+      the slot is empty), columns in this order (``ddl_gym.env.observation.PENDING_FIELDS``):
       ``present``; ``gpus`` (log(1+g)/log(1+cluster GPUs));
       ``has_machine|rack|network``: whether a shape of that level exists for
       the job on this cluster; ``log_grad_bytes`` (log10 bytes / 10, the
@@ -178,7 +110,7 @@ class ClusterEnv(gym.Env):
       ``progress`` (fraction of iterations done) and ``remaining`` (ideal
       wall time left on its GPUs): only when ``clairvoyant``, else 0.
     * ``running`` (M, 18), one row per running job in start order
-      (``env_obs.RUNNING_FIELDS``): ``present``; ``gpus``; the four model
+      (``ddl_gym.env.observation.RUNNING_FIELDS``): ``present``; ``gpus``; the four model
       features; ``level_machine|rack|network`` (one-hot span of its
       placement); ``slowdown`` (current, including contention);
       ``efficiency`` (time-averaged compute / (compute + exposed
@@ -187,7 +119,7 @@ class ClusterEnv(gym.Env):
       ``lease_expired`` (at this instant); ``preemptions``; ``attained``;
       ``progress`` and ``remaining`` (only when ``clairvoyant``: progress
       reveals the job's total size).
-    * ``global`` (11,) (``env_obs.GLOBAL_FIELDS``): ``used`` GPU fraction;
+    * ``global`` (11,) (``ddl_gym.env.observation.GLOBAL_FIELDS``): ``used`` GPU fraction;
       ``background`` uplink traffic fraction; ``queue`` length
       (``n/(n+K)``); ``queue_gpus`` (GPUs asked by the whole queue,
       ``x/(x + cluster GPUs)``); ``running`` jobs (``n/(n+M)``); ``done``
@@ -286,7 +218,7 @@ class ClusterEnv(gym.Env):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"unsupported render_mode {render_mode!r}")
         self.render_mode = render_mode
-        self.cluster = resolve_cluster(cluster, fabric)
+        self.cluster = get_cluster(cluster, fabric)
         self.K, self.M = int(K), int(M)
         self.reward_kind = reward
         self.reward_scale = float(reward_scale)
@@ -311,32 +243,11 @@ class ClusterEnv(gym.Env):
             clairvoyant=clairvoyant,
             queue_order=queue_order,
         )
-        # trace source: a synthetic spec, or a pool of fixed traces
-        self._synthetic: dict[str, Any] | None = None
-        self._pool: list[Trace] = []
-        if isinstance(trace, Mapping):
-            spec = dict(trace)
-            spec.setdefault("max_gpus", self.cluster.num_gpus)
-            spec.pop("seed", None)  # drawn per episode
-            self._synthetic = spec
-        else:
-            items = (
-                list(trace)
-                if isinstance(trace, Sequence) and not isinstance(trace, (str, bytes))
-                else [trace]
-            )
-            if not items:
-                raise ValueError("empty trace pool")
-            self._pool = [_as_trace(t, self.cluster) for t in items]
-            for t in self._pool:
-                check_fits(t, self.cluster.num_gpus)
-                if len(t) == 0:
-                    raise ValueError(f"trace {t.name!r} has no jobs")
-        self._engines: dict[int, Engine] = {}  # whole pool traces, reused
+        self._source = EpisodeSource(trace, self.cluster, self._engine_kwargs, window_s)
+        self._codec = ActionCodec(self.K, self.M)
 
         c = self.cluster
-        n_actions = 1 + 3 * self.K + self.M
-        self.action_space = spaces.Discrete(n_actions)
+        self.action_space = spaces.Discrete(self._codec.n)
 
         def box(*shape: int) -> spaces.Box:
             return spaces.Box(0.0, 1.0, shape=shape, dtype=np.float32)
@@ -358,38 +269,11 @@ class ClusterEnv(gym.Env):
         self._inv_ideal: list[float] = []
 
     # -- episode setup -----------------------------------------------------
-    def _next_engine(self) -> Engine:
-        rng = self.np_random
-        if self._synthetic is not None:
-            for _ in range(100):
-                seed = int(rng.integers(2**31 - 1))
-                trace = synthetic_trace(seed=seed, **self._synthetic)
-                if len(trace):
-                    return Engine(trace, self.cluster, **self._engine_kwargs)
-            raise ValueError("the synthetic spec produces no jobs")
-        i = int(rng.integers(len(self._pool))) if len(self._pool) > 1 else 0
-        base = self._pool[i]
-        if self.window_s is None:
-            engine = self._engines.get(i)
-            if engine is None:
-                engine = self._engines[i] = Engine(base, self.cluster, **self._engine_kwargs)
-            else:
-                engine.reset()
-            return engine
-        arrivals = base.jobs["arrival_s"].to_numpy()
-        lo, hi = float(arrivals.min()), float(arrivals.max())
-        for _ in range(100):
-            start = lo + float(rng.random()) * max(0.0, hi - lo - self.window_s)
-            part = window(base, start, start + self.window_s)
-            if len(part):
-                return Engine(part, self.cluster, **self._engine_kwargs)
-        raise ValueError(f"no window of {self.window_s} s of trace {base.name!r} holds a job")
-
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed)
-        engine = self._next_engine()
+        engine = self._source.next_engine(self.np_random)
         self.engine = engine
         self._view = EngineView(engine)
         self._obs = ObsBuilder(engine, self._obs_cfg)
@@ -461,7 +345,7 @@ class ClusterEnv(gym.Env):
                 obs.update()
             else:
                 try:
-                    e.apply(self._decode(a))
+                    e.apply(self._codec.decode(a, obs))
                 except InvalidAction as err:  # mask and engine disagree: stay safe
                     info["invalid"] = str(err)
                 else:
@@ -469,7 +353,7 @@ class ClusterEnv(gym.Env):
             if "invalid" not in info:
                 reward += self._skip_trivial()
         else:
-            info["invalid"] = self._why_invalid(a)
+            info["invalid"] = self._codec.why_invalid(a, obs, e)
         terminated = e.done
         elapsed = e.now - self._start
         truncated = not terminated and (
@@ -484,39 +368,6 @@ class ClusterEnv(gym.Env):
         if "invalid" in info:  # same state: fresh copies, never the same objects twice
             observation = {key: value.copy() for key, value in observation.items()}
         return observation, float(reward), terminated, truncated, info
-
-    def _decode(self, a: int) -> Action:
-        K = self.K
-        if a == 0:
-            return WAIT
-        if a <= 3 * K:
-            k, level = divmod(a - 1, 3)
-            return Place(self._obs.win_pending[k].index, LEVELS[level])
-        return Preempt(self._obs.win_running[a - 1 - 3 * K].index)
-
-    def _why_invalid(self, a: int) -> str:
-        obs = self._obs
-        e = self.engine
-        if e.done:
-            return "the episode is over: every job is done"
-        if not 0 <= a < obs.n_actions:
-            return f"action {a} is outside Discrete({obs.n_actions})"
-        K = self.K
-        if a == 0:
-            return (
-                f"WAIT would stall at t={e.now:.6g}s: nothing runs, {len(e.pending)} job(s) "
-                "wait and no event is due; place a job"
-            )
-        if a <= 3 * K:
-            k, level = divmod(a - 1, 3)
-            if k >= len(obs.win_pending):
-                return f"pending slot {k} is empty ({len(obs.win_pending)} job(s) in the window)"
-            return e.check(Place(obs.win_pending[k].index, LEVELS[level])) or "invalid"
-        j = a - 1 - 3 * K
-        if j < len(obs.win_running):
-            job = obs.win_running[j]
-            return f"job {job.job_id} started at this instant; it cannot be preempted now"
-        return f"running slot {j} is empty ({len(obs.win_running)} job(s) in the window)"
 
     # -- masks, view and action translation ------------------------------
     def action_masks(self) -> np.ndarray:
@@ -538,31 +389,11 @@ class ClusterEnv(gym.Env):
         Raises ``ValueError`` if it is outside the windows (a pending job past
         the K-th in queue order, a running job past the M-th).
         """
-        obs = self._obs
-        if isinstance(action, Wait):
-            return 0
-        if isinstance(action, Place):
-            for k, job in enumerate(obs.win_pending):
-                if job.index == action.job:
-                    return 1 + 3 * k + int(Level(action.level))
-            raise ValueError(f"{action}: job {action.job} is not in the pending window")
-        if isinstance(action, Preempt):
-            for j, job in enumerate(obs.win_running):
-                if job.index == action.job:
-                    return 1 + 3 * self.K + j
-            raise ValueError(f"{action}: job {action.job} is not in the running window")
-        raise ValueError(f"not an action: {action!r}")
+        return self._codec.index(action, self._obs)
 
     def engine_action(self, index: int) -> Action:
         """The engine action discrete action ``index`` stands for now."""
-        a = int(index)
-        if not 0 <= a < self._obs.n_actions:
-            raise ValueError(f"action {a} is outside Discrete({self._obs.n_actions})")
-        if 1 <= a <= 3 * self.K and (a - 1) // 3 >= len(self._obs.win_pending):
-            raise ValueError(f"action {a}: pending slot {(a - 1) // 3} is empty")
-        if a > 3 * self.K and a - 1 - 3 * self.K >= len(self._obs.win_running):
-            raise ValueError(f"action {a}: running slot {a - 1 - 3 * self.K} is empty")
-        return self._decode(a)
+        return self._codec.engine_action(index, self._obs)
 
     def render(self) -> str | None:
         if self.render_mode != "ansi" or self.engine is None:

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ddl_gym.cli.common import CliError, add_scenario_args, epilog, resolve_scenario, text_table
+from ddl_gym.report.run_folder import parquet_available
 from ddl_gym.scenarios import BUILTIN_TRACES, DATA_TRACES, SCENARIOS, Scenario
 from ddl_gym.traces import SCHEMA_COLUMNS, Trace, detect_family, discover_traces, find_data_dir
-from scripts.cli_common import CliError, add_scenario_args, epilog, resolve_scenario, text_table
-from scripts.report import parquet_available
 
 NAMED = [n for n in BUILTIN_TRACES if n != "synthetic"]
 

@@ -22,9 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from ddl_gym.scenarios import Scenario
-from ddl_gym.traces import find_data_dir
-from scripts.cli_common import (
+from ddl_gym.cli.common import (
     CliError,
     add_output_args,
     add_scenario_args,
@@ -37,7 +35,9 @@ from scripts.cli_common import (
     split_list,
     text_table,
 )
-from scripts.report import RunData, finish_run, new_run_dir, write_config
+from ddl_gym.report.run_folder import RunData, finish_run, new_run_dir, write_config
+from ddl_gym.scenarios import Scenario
+from ddl_gym.traces import find_data_dir
 
 KEYS = ("policy", "workload", "congestion", "seed")
 QUICK_POLICIES = ("fifo", "consolidation", "dally")
@@ -92,7 +92,7 @@ class Grid:
         order = [(c, p, s) for c in self.congestions for p in self.policies for s in self.seeds]
         workload = compare_workload(self.scenario)
         if workload is not None:
-            from scripts import compare
+            from ddl_gym.experiments import grid as compare
 
             data = find_data_dir()
             extra = {"data_dir": str(data) if data else None, "max_jobs": self.scenario.jobs}
@@ -101,7 +101,7 @@ class Grid:
                 for c, p, s in order
             ]
             return compare.run_cell, cells
-        from scripts.cli_record import compare_cell
+        from ddl_gym.experiments.cells import compare_cell
 
         data = self.scenario.to_dict()
         cells = [{"scenario": data, "policy": p, "congestion": c, "seed": s} for c, p, s in order]
@@ -122,7 +122,7 @@ COMPARE_WORKLOADS = {
 def compare_workload(scenario: Scenario) -> str | None:
     """scripts/compare.py's name for the scenario's setting, if it has one."""
     try:
-        from scripts import compare
+        from ddl_gym.experiments import grid as compare
     except ImportError:
         return None
     overrides = (scenario.fabric, scenario.lease_s, scenario.tick_s)
@@ -226,7 +226,7 @@ def run_grid(
 
         try:
             if backend == "ray":
-                from scripts.ray_backend import RayUnavailable, run_cells
+                from ddl_gym.experiments.ray_backend import RayUnavailable, run_cells
 
                 try:
                     run_cells(fn, cells, address=address, num_cpus=num_cpus, on_result=finished)

@@ -106,7 +106,7 @@ def split_list(text: str | None) -> list[str] | None:
 # -- policies ------------------------------------------------------------------
 def policy_names() -> list[str]:
     try:
-        from baselines import POLICY_NAMES
+        from ddl_gym.baselines import POLICY_NAMES
     except ImportError:
         return ["fifo"]
     return list(POLICY_NAMES)
@@ -114,13 +114,13 @@ def policy_names() -> list[str]:
 
 def make_policy(name: str) -> Any:
     try:
-        from baselines import make_policy as registry
+        from ddl_gym.baselines import make_policy as registry
     except ImportError:
         registry = None
     if registry is None:
         if name != "fifo":
             raise CliError(f"unknown policy {name!r}; known policies: fifo")
-        from baselines.fifo import FifoPolicy
+        from ddl_gym.baselines.fifo import FifoPolicy
 
         return FifoPolicy()
     try:

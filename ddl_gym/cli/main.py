@@ -17,8 +17,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from scripts import cli_misc, cli_simulate, cli_traces
-from scripts.cli_common import CliError
+from ddl_gym.cli import misc as cli_misc
+from ddl_gym.cli import simulate as cli_simulate
+from ddl_gym.cli import traces as cli_traces
+from ddl_gym.cli.common import CliError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _register_compare(sub: argparse._SubParsersAction) -> None:
-    from scripts import cli_compare
+    from ddl_gym.cli import compare as cli_compare
 
     cli_compare.register(sub)
 

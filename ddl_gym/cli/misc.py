@@ -1,8 +1,9 @@
 """``ddl-gym scenarios``, ``calibrate``, ``bench``, ``train``, ``evaluate``.
 
-``calibrate``, ``train`` and ``evaluate`` delegate to the scripts that own
-them (``scripts/calibrate.py``, ``scripts/train.py``, ``scripts/evaluate.py``);
-the scenario becomes their arguments.
+``calibrate``, ``train`` and ``evaluate`` delegate to the modules that own
+them (``ddl_gym.report.calibration``, ``ddl_gym.agents.train``,
+``ddl_gym.agents.evaluate``; ``scripts/*.py`` call the same ``main``); the
+scenario becomes their arguments.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ddl_gym.scenarios import SCENARIOS, to_toml
-from scripts.cli_common import (
+from ddl_gym.cli.common import (
     CliError,
     add_scenario_args,
     epilog,
@@ -26,7 +26,8 @@ from scripts.cli_common import (
     resolve_scenario,
     text_table,
 )
-from scripts.cli_record import run_simulation
+from ddl_gym.experiments.cells import run_simulation
+from ddl_gym.scenarios import SCENARIOS, to_toml
 
 RAW = argparse.RawDescriptionHelpFormatter
 
@@ -98,8 +99,8 @@ def register_calibrate(sub: argparse._SubParsersAction) -> None:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
+    from ddl_gym.report import calibration as calibrate
     from ddl_gym.topology import FABRICS
-    from scripts import calibrate
 
     argv: list[str] = []
     if args.scenario or args.config:
@@ -147,7 +148,7 @@ def register_bench(sub: argparse._SubParsersAction) -> None:
 
 def run_bench(args: argparse.Namespace) -> int:
     if args.suite:
-        from scripts import bench
+        from ddl_gym import bench
 
         return _delegate(bench.main, [], "bench")
     if args.repeat < 1:
@@ -270,7 +271,7 @@ def run_train(args: argparse.Namespace) -> int:
     for flag, value in (("--timesteps", args.timesteps), ("--seed", args.seed)):
         if value is not None:
             argv += [flag, str(value)]
-    from scripts import train
+    from ddl_gym.agents import train
 
     return _delegate(train.main, argv + _rest(args), "train")
 
@@ -282,7 +283,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         argv += ["--model", str(model)]
     if args.seeds:
         argv += ["--seeds", *map(str, args.seeds)]
-    from scripts import evaluate
+    from ddl_gym.agents import evaluate
 
     return _delegate(evaluate.main, argv + _rest(args), "evaluate")
 

@@ -1,25 +1,14 @@
-"""The run folder: tables (CSV + Parquet), the config used, plots, report.md.
+"""Plots of run folders (``simulate`` / ``compare``) and of comparison grids.
 
-Layout of ``runs/<name>/``::
-
-    config.toml        the scenario and run settings (repeat with --config)
-    summary.csv|.parquet   one row per cell (policy x workload x congestion x seed)
-    jobs.csv|.parquet      per-job table of every cell (simulate, compare with jobs)
-    series.csv|.parquet    utilisation / queue length over time
-    placements.csv|.parquet which job ran on which server when (simulate)
-    cells/             compare: one JSON per finished cell, written as it finishes
-    *.png, report.md   plots and the report embedding them
-
-Plots are drawn only from what the run has, so the same code serves
-``simulate`` (one policy, everything) and ``compare`` (many cells, summary).
+Drawn only from what a run has, so the same code serves one policy with
+everything recorded and many cells with summaries only. Headless: files,
+never windows.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +19,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ddl_gym.scenarios import to_toml  # noqa: E402
-
 # a placement timeline is readable only for a handful of servers and jobs
 TIMELINE_MAX_SERVERS = 32
 TIMELINE_MAX_JOBS = 300
@@ -39,67 +26,6 @@ TIMELINE_MAX_JOBS = 300
 KEY_COLUMNS = ("policy", "workload", "congestion", "seed")
 
 
-@dataclass
-class RunData:
-    """Everything a run produced (frames may be None when a run lacks them)."""
-
-    summary: pd.DataFrame
-    jobs: pd.DataFrame | None = None
-    series: pd.DataFrame | None = None
-    placements: pd.DataFrame | None = None
-    num_gpus: int | None = None
-    gpus_per_server: int | None = None
-    notes: list[str] = field(default_factory=list)
-
-
-# -- folder and tables -----------------------------------------------------------
-def new_run_dir(root: str | Path, name: str | None, label: str) -> Path:
-    """``root/name`` (or ``root/<timestamp>-label``), never reusing a folder."""
-    root = Path(root)
-    base = name or f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
-    path = root / base
-    n = 2
-    while path.exists():
-        path = root / f"{base}-{n}"
-        n += 1
-    path.mkdir(parents=True)
-    return path
-
-
-def parquet_available() -> bool:
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def write_table(df: pd.DataFrame, folder: Path, stem: str) -> list[Path]:
-    """``stem.csv`` and, where pyarrow is installed, ``stem.parquet``."""
-    out = [folder / f"{stem}.csv"]
-    df.to_csv(out[0], index=False, float_format="%.10g")
-    if parquet_available():
-        out.append(folder / f"{stem}.parquet")
-        df.to_parquet(out[1], index=False)
-    return out
-
-
-def write_config(folder: Path, config: Mapping[str, Any]) -> Path:
-    path = folder / "config.toml"
-    path.write_text(to_toml(config), encoding="utf-8")
-    return path
-
-
-def write_tables(run: RunData, folder: Path) -> list[Path]:
-    written = write_table(run.summary, folder, "summary")
-    for stem in ("jobs", "series", "placements"):
-        df = getattr(run, stem)
-        if df is not None and len(df):
-            written += write_table(df, folder, stem)
-    return written
-
-
-# -- plots ----------------------------------------------------------------------
 def _label(row: Mapping[str, Any], keys: Sequence[str]) -> str:
     return " / ".join(str(row[k]) for k in keys)
 
@@ -260,78 +186,70 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
-def make_plots(run: RunData, folder: Path) -> dict[str, Path]:
-    """Every plot the run's data supports, keyed by a short title."""
-    plots: dict[str, Path] = {}
-    s = run.summary
-    if len(s) and {"policy", "congestion", "makespan_s"} <= set(s.columns):
-        plots["Makespan, mean JCT and communication overhead"] = plot_metrics(
-            s, folder / "metrics.png"
+# -- the comparison grid (ddl_gym.experiments.grid) -----------------------------
+def plot_compare(cells: list[dict[str, Any]], summary: pd.DataFrame, out: Path) -> list[Path]:
+    """Per workload: a JCT CDF per congestion level and bars of makespan, mean
+    JCT and communication overhead; returns the files written."""
+    written = []
+    # one distinct colour per policy (there are more policies than tab10 has)
+    names = list(dict.fromkeys(summary["policy"]))
+    palette = plt.get_cmap("tab20")
+    colour = {p: palette(i % 20) for i, p in enumerate(names)}
+    for w in summary["workload"].unique():
+        congestions = list(summary.loc[summary["workload"] == w, "congestion"].unique())
+        policies = list(summary.loc[summary["workload"] == w, "policy"].unique())
+        fig, axes = plt.subplots(
+            1, len(congestions), figsize=(5 * len(congestions), 4), squeeze=False
         )
-    if len(s) and "alloc_machine" in s.columns:
-        plots["Allocation level per policy"] = plot_levels(s, folder / "levels.png")
-    if run.jobs is not None and len(run.jobs) and "jct_s" in run.jobs.columns:
-        plots["JCT CDF per policy"] = plot_jct_cdf(run.jobs, folder / "jct_cdf.png")
-    if run.series is not None and len(run.series) and run.num_gpus:
-        plots["GPU utilisation and queue length over time"] = plot_series(
-            run.series, run.num_gpus, folder / "series.png"
-        )
-    p = run.placements
-    if (
-        p is not None
-        and len(p)
-        and run.gpus_per_server
-        and p["server"].max() < TIMELINE_MAX_SERVERS
-        and p["job"].nunique() <= TIMELINE_MAX_JOBS
-    ):
-        plots["Placement timeline"] = plot_timeline(p, run.gpus_per_server, folder / "timeline.png")
-    return plots
+        for ax, c in zip(axes[0], congestions, strict=True):
+            for p in policies:
+                jct = [
+                    x["jct_s"]
+                    for x in cells
+                    if (x["workload"], x["congestion"], x["policy"]) == (w, c, p)
+                ]
+                if not jct:
+                    continue
+                v = np.sort(np.concatenate(jct)) / 3600.0
+                ax.plot(v, np.arange(1, len(v) + 1) / len(v), label=p, color=colour[p])
+            ax.set_xscale("log")
+            ax.set_xlabel("JCT (h)")
+            ax.set_title(f"{w}, congestion {c}")
+            ax.grid(alpha=0.3)
+        axes[0][0].set_ylabel("CDF")
+        axes[0][-1].legend(fontsize=7)
+        fig.tight_layout()
+        path = out / f"jct_cdf_{w}.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
 
-
-# -- report ---------------------------------------------------------------------
-def md_table(df: pd.DataFrame, floatfmt: str = "{:,.4g}") -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
-    for row in df.itertuples(index=False):
-        cells = [
-            floatfmt.format(v) if isinstance(v, float) and not math.isnan(v) else str(v)
-            for v in row
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def write_report(
-    folder: Path,
-    title: str,
-    config: Mapping[str, Any],
-    run: RunData,
-    plots: Mapping[str, Path],
-    headline: pd.DataFrame,
-) -> Path:
-    parts = [f"# {title}", ""]
-    parts += [f"Config (repeat with `--config {folder / 'config.toml'}`):", ""]
-    parts += ["```toml", to_toml(config).rstrip(), "```", ""]
-    parts += ["## Summary", "", md_table(headline), ""]
-    for note in run.notes:
-        parts += [f"> {note}", ""]
-    for name, path in plots.items():
-        parts += [f"## {name}", "", f"![{name}]({path.name})", ""]
-    files = sorted(p.name for p in folder.iterdir() if p.is_file() and p.suffix != ".png")
-    parts += ["## Files", "", ", ".join(f"`{f}`" for f in files + ["report.md"]), ""]
-    path = folder / "report.md"
-    path.write_text("\n".join(parts), encoding="utf-8")
-    return path
-
-
-def finish_run(
-    folder: Path,
-    title: str,
-    config: Mapping[str, Any],
-    run: RunData,
-    headline: pd.DataFrame,
-) -> Path:
-    """Tables, plots and report.md for a finished (or interrupted) run."""
-    write_tables(run, folder)
-    plots = make_plots(run, folder)
-    return write_report(folder, title, config, run, plots, headline)
+        s = summary[summary["workload"] == w]
+        fig, axes = plt.subplots(1, 3, figsize=(16, 4))
+        width = 0.8 / max(1, len(policies))
+        x = np.arange(len(congestions))
+        for ax, (m, label, scale) in zip(
+            axes,
+            (
+                ("makespan_s", "makespan (h)", 1 / 3600),
+                ("mean_jct_s", "mean JCT (h)", 1 / 3600),
+                ("comm_overhead", "comm overhead (%)", 100.0),
+            ),
+            strict=True,
+        ):
+            for k, p in enumerate(policies):
+                vals = [
+                    float(s[(s["policy"] == p) & (s["congestion"] == c)][m].mean()) * scale
+                    for c in congestions
+                ]
+                ax.bar(x + k * width, vals, width, label=p, color=colour[p])
+            ax.set_xticks(x + width * (len(policies) - 1) / 2, congestions)
+            ax.set_ylabel(label)
+            ax.set_title(f"{w}: {label}")
+        axes[-1].legend(fontsize=7)
+        fig.tight_layout()
+        path = out / f"bars_{w}.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        written.append(path)
+    return written

@@ -65,8 +65,8 @@ def simulate_cell(
 ) -> dict[str, Any]:
     """One grid cell as a pure function of plain data (picklable for Ray):
     the cell's keys and its summary metrics."""
+    from ddl_gym.cli.common import make_policy
     from ddl_gym.scenarios import scenario_from_dict
-    from scripts.cli_common import make_policy
 
     s = scenario_from_dict({**scenario, "congestion": congestion}, source="cell")
     sim = run_simulation(s, make_policy(policy), seed=seed, record_placements=False)
@@ -82,8 +82,8 @@ def compare_cell(
 ) -> dict[str, Any]:
     """``simulate_cell`` plus the cell's per-job table under ``"job_table"`` (for
     JCT distributions)."""
+    from ddl_gym.cli.common import make_policy
     from ddl_gym.scenarios import scenario_from_dict
-    from scripts.cli_common import make_policy
 
     s = scenario_from_dict({**scenario, "congestion": congestion}, source="cell")
     sim = run_simulation(s, make_policy(policy), seed=seed, record_placements=False)

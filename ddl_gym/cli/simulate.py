@@ -6,7 +6,7 @@ import argparse
 
 import pandas as pd
 
-from scripts.cli_common import (
+from ddl_gym.cli.common import (
     ProgressPolicy,
     add_output_args,
     add_scenario_args,
@@ -18,8 +18,8 @@ from scripts.cli_common import (
     resolve_scenario,
     text_table,
 )
-from scripts.cli_record import run_simulation
-from scripts.report import RunData, finish_run, new_run_dir, write_config
+from ddl_gym.experiments.cells import run_simulation
+from ddl_gym.report.run_folder import RunData, finish_run, new_run_dir, write_config
 
 KEYS = ("policy", "workload", "congestion", "seed")
 

@@ -1,0 +1,6 @@
+"""The ``ddl-gym`` command line (``ddl_gym.cli.main``); one module per command
+group. ``python -m ddl_gym.cli`` runs it too."""
+
+from ddl_gym.cli.main import main
+
+__all__ = ["main"]

@@ -1,0 +1,3 @@
+from ddl_gym.cli.main import entry
+
+entry()

@@ -1,0 +1,13 @@
+"""The Gymnasium env (``ClusterEnv``, registered as ``ddl_gym/Cluster-v0``
+and the variants in ``ddl_gym.ENV_VARIANTS``), one module per job:
+
+* ``cluster_env``: the env itself (reset, step, masks, render);
+* ``observation``: the observation arrays and the action mask;
+* ``actions``: discrete index <-> engine action;
+* ``sources``: ``trace=`` arguments and each episode's engine.
+"""
+
+from ddl_gym.env.cluster_env import REWARDS, ClusterEnv, heuristic_rollout
+from ddl_gym.env.sources import EpisodeSource, resolve_trace
+
+__all__ = ["REWARDS", "ClusterEnv", "EpisodeSource", "heuristic_rollout", "resolve_trace"]

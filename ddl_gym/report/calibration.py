@@ -1,0 +1,424 @@
+"""Fidelity report of the network model against measured placement tables.
+
+Reads the Gavel, Pollux and Chronus tables, predicts them with ``perf.py``
+under the built-in fabric presets, fits one fabric per measured cluster,
+evaluates the fits on data they did not see (held-out placements, held-out
+models, other clusters), saves the fitted presets and writes
+``<out>/calibration.md`` and ``<out>/calibration.png``.
+
+    ddl-gym calibrate [--data DIR] [--out DIR] [--no-save]
+    python scripts/calibrate.py ...      # the same
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: write a file, never open a window
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np
+import pandas as pd
+
+from ddl_gym.calibrate import (
+    SCALE_PREFIX,
+    FitResult,
+    abs_rel_error,
+    error_table,
+    fit_fabric,
+    placement_folds,
+    predict_leave_one_model_out,
+    predict_placement_cv,
+    predict_ratio,
+    save_fitted,
+)
+from ddl_gym.measured import load_measured
+from ddl_gym.profiles import get_profile
+from ddl_gym.topology import FABRICS
+from ddl_gym.traces import find_data_dir
+
+PRESET_PREFIX = "fitted_"
+
+
+def default_data_dir() -> Path:
+    """The data dir the rest of the package finds (``$DDL_GYM_DATA`` or
+    ``../shared/data``); ``shared/data`` beside the current folder otherwise."""
+    found = find_data_dir()
+    return found if found is not None else Path.cwd().parent / "shared" / "data"
+
+
+def _md(df: pd.DataFrame, floatfmt: str = "{:.1%}") -> str:
+    """A DataFrame as a GitHub markdown table (no tabulate dependency)."""
+    if df.empty:
+        return "_none (too few clusters or models selected)_"
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
+    for _, row in df.iterrows():
+        cells = []
+        for c in cols:
+            v = row[c]
+            if isinstance(v, float):
+                cells.append("" if np.isnan(v) else floatfmt.format(v))
+            else:
+                cells.append(str(v))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _level_summary(df: pd.DataFrame, err: np.ndarray, label: str) -> pd.DataFrame:
+    """Median / p90 per level over the rows where ``err`` is known."""
+    mask = ~np.isnan(err)
+    t = error_table(df[mask], err[mask], by=("level",))
+    t.insert(0, "evaluation", label)
+    return t
+
+
+def _fmt_params(fit: FitResult) -> dict[str, str]:
+    p = fit.params()
+    free = set(fit.free)
+
+    def mark(name: str, text: str) -> str:
+        return text if name in free else f"({text})"
+
+    return {
+        "algorithm": fit.fabric.algorithm,
+        "models scaled": str(sum(n.startswith(SCALE_PREFIX) for n in fit.free)),
+        "GPU link GB/s": mark("gpu_link.bandwidth", f"{p['gpu_link.bandwidth'] / 1e9:.3g}"),
+        "GPU link us": mark("gpu_link.latency", f"{p['gpu_link.latency'] * 1e6:.3g}"),
+        "NIC GB/s": mark("nic.bandwidth", f"{p['nic.bandwidth'] / 1e9:.3g}"),
+        "NIC us": mark("nic.latency", f"{p['nic.latency'] * 1e6:.3g}"),
+        "overlap": mark("overlap", f"{p['overlap']:.2f}"),
+        "points": str(fit.points),
+        "rms log err": f"{fit.rms_log_error:.3f}",
+    }
+
+
+def run(
+    data_dir: Path,
+    out_dir: Path,
+    save: bool,
+    base: str,
+    loss: str,
+    seed: int,
+    clusters: list[str] | None = None,
+) -> str:
+    t0 = time.time()
+    df = load_measured(data_dir)
+    known = sorted(df["cluster"].unique())
+    if clusters:
+        unknown = sorted(set(clusters) - set(known))
+        if unknown:
+            raise ValueError(f"unknown cluster(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        df = df[df["cluster"].isin(clusters)].reset_index(drop=True)
+    clusters = sorted(df["cluster"].unique())
+    informative = df[~df["is_reference"]]
+    counts = informative.groupby(["cluster", "level"]).size().unstack(fill_value=0).reset_index()
+
+    # 1. Untuned presets.
+    default_err = {name: abs_rel_error(df, predict_ratio(df, f)) for name, f in FABRICS.items()}
+
+    # 2. One fit per cluster on all its points (the saved presets).
+    fits: dict[str, FitResult] = {}
+    fitted_err = np.full(len(df), np.nan)
+    for c in clusters:
+        idx = np.flatnonzero(df["cluster"].to_numpy() == c)
+        fits[c] = fit_fabric(df.iloc[idx], base, name=PRESET_PREFIX + c, loss=loss)
+        fitted_err[idx] = abs_rel_error(df.iloc[idx], predict_ratio(df.iloc[idx], fits[c].fabric))
+
+    # 3. Hold-outs.
+    folds = placement_folds(df, k=4, seed=seed)
+    pred_pl = predict_placement_cv(df, folds, base, loss=loss)
+    err_pl = abs_rel_error(df, pred_pl)  # NaN on reference rows
+    err_lomo = abs_rel_error(df, predict_leave_one_model_out(df, base, loss=loss))
+    cross_rows = []
+    # transfer from the two most measured clusters (Pollux and Gavel V100 in full)
+    sources = [c for c in ("pollux_t4", "gavel_v100") if c in clusters] or clusters[:1]
+    for train in sources if len(clusters) > 1 else ():
+        for test in clusters:
+            if test == train:
+                continue
+            part = df[df["cluster"] == test]
+            e = abs_rel_error(part, predict_ratio(part, fits[train].fabric))
+            t = error_table(part, e, by=("level",))
+            t.insert(0, "predicted", test)
+            t.insert(0, "fitted on", train)
+            cross_rows.append(t)
+    cross = pd.concat(cross_rows, ignore_index=True) if cross_rows else pd.DataFrame()
+
+    saved = []
+    if save:
+        for c, fit in fits.items():
+            desc = (
+                f"fitted by ddl_gym.calibrate to {c} ({fit.points} measured points, "
+                f"rms log error {fit.rms_log_error:.3f}); uplink = NIC (not measured)"
+            )
+            saved.append(save_fitted(fit, description=desc))
+
+    # -- plot: predicted vs measured iteration time (Gavel + Pollux have times).
+    timed = ~df["t_iter"].isna().to_numpy() & ~df["is_reference"].to_numpy()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5), sharex=True, sharey=True)
+    panels = [
+        (f"untuned preset '{base}'", predict_ratio(df, FABRICS[base])),
+        ("fitted per cluster, placement held out (4-fold CV)", pred_pl),
+    ]
+    colors = {c: f"C{i}" for i, c in enumerate(clusters)}
+    for ax, (title, ratio) in zip(axes, panels, strict=True):
+        pred_t = ratio * df["t_compute"].to_numpy(dtype=float)
+        for c in clusters:
+            m = timed & (df["cluster"].to_numpy() == c) & ~np.isnan(pred_t)
+            for level, marker in (("machine", "s"), ("multi-node", "o")):
+                mm = m & (df["level"].to_numpy() == level)
+                if mm.any():
+                    ax.scatter(
+                        df["t_iter"].to_numpy()[mm],
+                        pred_t[mm],
+                        s=6,
+                        alpha=0.5,
+                        c=colors[c],
+                        marker=marker,
+                        label=f"{c} {level}",
+                    )
+        lo, hi = 1e-3, 30
+        ax.plot([lo, hi], [lo, hi], "k-", lw=0.8)
+        for f in (0.85, 1.15):
+            ax.plot([lo, hi], [lo * f, hi * f], "k:", lw=0.6)
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlim=(lo, hi),
+            ylim=(lo, hi),
+            title=title,
+            xlabel="measured iteration time (s)",
+        )
+        ax.grid(True, which="major", alpha=0.3)
+    axes[0].set_ylabel("predicted iteration time (s)")
+    axes[1].legend(fontsize=7, markerscale=2, loc="upper left")
+    fig.suptitle("ddl-gym perf model vs measured tables (dotted: +-15%)")
+    fig.tight_layout()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_dir / "calibration.png", dpi=120)
+    plt.close(fig)
+
+    # -- markdown.
+    def by_cluster(err: np.ndarray) -> pd.DataFrame:
+        m = ~np.isnan(err)
+        return error_table(df[m], err[m])
+
+    headline = pd.concat(
+        [
+            _level_summary(df, err_pl, "fitted, held-out placements"),
+            _level_summary(df, err_lomo, "fitted, held-out models"),
+            _level_summary(df, fitted_err, "fitted, in-sample"),
+        ]
+        + [_level_summary(df, e, f"untuned '{n}'") for n, e in default_err.items()],
+        ignore_index=True,
+    )
+    per_model = (
+        df.assign(err=err_pl)[~np.isnan(err_pl)]
+        .groupby(["cluster", "model", "level"])["err"]
+        .agg(points="size", median="median", p90=lambda s: s.quantile(0.9))
+        .reset_index()
+    )
+    params = pd.DataFrame([{"cluster": c, **_fmt_params(f)} for c, f in fits.items()])
+    scales = pd.DataFrame(
+        [
+            {
+                "cluster": c,
+                "model": model,
+                "catalogue MB": f"{get_profile(model).total_grad_bytes / 1e6:.3g}",
+                "multiplier": f"{factor:.3g}",
+                "effective MB": f"{get_profile(model).total_grad_bytes * factor / 1e6:.3g}",
+            }
+            for c, f in fits.items()
+            for model, factor in f.fabric.comm_scale
+        ]
+    )
+    by_nodes = (
+        df.assign(err=err_pl, servers=df["s"])[~np.isnan(err_pl)]
+        .groupby(["cluster", "servers"])["err"]
+        .agg(points="size", median="median", p90=lambda e: e.quantile(0.9))
+        .reset_index()
+    )
+    defaults_tbl = pd.concat(
+        [error_table(df, e).assign(preset=n) for n, e in default_err.items()], ignore_index=True
+    )
+    defaults_tbl = defaults_tbl[["preset", "cluster", "level", "points", "median", "p90", "max"]]
+
+    lines = [
+        "# Fidelity of the network model (issue 6)",
+        "",
+        "Written by `scripts/calibrate.py` (do not edit by hand). Data: "
+        f"`{data_dir}`; base fabric `{base}`, loss `{loss}`, placement-fold seed {seed}; "
+        f"{time.time() - t0:.0f} s.",
+        "",
+        "The error is the absolute relative error of the iteration time, "
+        "|predicted / measured - 1|, over points whose placement differs from "
+        "their reference. Gavel and Pollux give times and a measured 1-GPU "
+        "time, so this is exactly the iteration-time error; Chronus gives only "
+        "the slowdown against the same GPUs packed on one node, so its error "
+        "is that of the slowdown (and uses the catalogue's compute time). "
+        "Levels: `machine` = one server, `multi-node` = several servers of "
+        "one rack (no table has racks).",
+        "",
+        "## Measured points",
+        "",
+        _md(counts, "{}"),
+        "",
+        "## Headline: median and p90 error per level",
+        "",
+        "Held-out placements: 4-fold cross-validation over placements. Per "
+        "cluster and level, the multi-GPU placements (GPU-per-node multisets) "
+        "are dealt to 4 folds; each fold is predicted by a fabric fitted to the "
+        "other three, so every point is predicted once by a fit that never saw "
+        "its placement (for any model or batch). Held-out models: per cluster, each model is "
+        "predicted by a fabric fitted to the other models. Target: median under "
+        "15 % on unseen placements.",
+        "",
+        _md(headline),
+        "",
+        "![predicted vs measured](calibration.png)",
+        "",
+        "## Fitted parameters (one fabric per measured cluster)",
+        "",
+        "Fitted by least squares on log iteration-time ratio in log-parameter "
+        "space (`scipy.optimize.least_squares`, bounds 1 MB/s..10 TB/s, "
+        "1 ns..100 ms, overlap 0..1), both all-reduce algorithms tried, the "
+        "better kept. Values in parentheses were not identifiable from the "
+        "table and kept from the base preset. Bucket size: "
+        f"{FABRICS[base].bucket_bytes:.3g} B (DDP default), not fitted. "
+        "Besides the links, every model with a multi-GPU point gets a "
+        "multiplier on its catalogue gradient bytes (`Fabric.comm_scale`, the "
+        "way Pollux fits per-job parameters): mixed precision, compression "
+        "and the framework make the bytes a model really moves differ from "
+        "its fp32 parameter count. Scaling every model's bytes and every "
+        "bandwidth together changes nothing, so the multipliers of a cluster "
+        "have geometric mean 1 (the links carry what the models share) and a "
+        "ridge penalty of one point's weight per model keeps models with few "
+        "points near 1. A model a table lacks moves its catalogue bytes."
+        + (
+            " Saved as "
+            + ", ".join(f"`{p.stem}`" for p in saved)
+            + " in `ddl_gym/fabrics/` (usable by name in the env and `simulate()`; "
+            "their uplink is a copy of the NIC, not measured)."
+            if saved
+            else ""
+        ),
+        "",
+        _md(params, "{}"),
+        "",
+        "Fitted gradient-byte multipliers (saved with each preset):",
+        "",
+        _md(scales, "{}"),
+        "",
+        "## Held-out placements, per cluster and level",
+        "",
+        _md(by_cluster(err_pl)),
+        "",
+        "## Held-out placements, per cluster and number of servers",
+        "",
+        _md(by_nodes),
+        "",
+        "## Held-out models, per cluster and level",
+        "",
+        _md(by_cluster(err_lomo)),
+        "",
+        "## Fitted on one cluster, predicting another (different hardware)",
+        "",
+        _md(cross),
+        "",
+        "## Untuned presets, per cluster and level",
+        "",
+        _md(defaults_tbl),
+        "",
+        "## Held-out placements, per model",
+        "",
+        _md(per_model),
+        "",
+        "## What limits the fidelity",
+        "",
+        "* **Pollux 2-node placements.** On Pollux's T4 nodes, all-reduce over "
+        "two nodes grows with the GPUs per node (bert bsz 4 sync time: `11` "
+        "0.83 s, `22` 1.55 s, `44` 2.09 s) while over 3-4 nodes it hardly does "
+        "(`111` 0.71 s, `222` 1.00 s, `444` 1.19 s, `4444` 1.39 s). Neither a flat "
+        "ring nor a per-level ring has that shape: the fit under-predicts "
+        "2-server placements (see the table by number of servers), which are "
+        "the largest part of the remaining multi-node error.",
+        "* **Held-out models.** The gradient-byte multipliers are what took "
+        "Pollux's held-out-placement error from about 20 % to 7 % (per-model "
+        "sync per gradient byte differs about 5x between ncf and "
+        "deepspeech2). A model the fit never saw cannot have one and moves "
+        "its catalogue bytes, so the held-out-model errors stay near those of "
+        "a single fabric for all models.",
+        "* **Overlap.** The fits put overlap at 0.2 or less on Pollux and "
+        "Gavel: after the multipliers, little of the all-reduce looks hidden "
+        "behind the backward pass. Chronus (ratios only) fits 1.",
+        "* **Gavel's noise.** Some packed V100 points scale super-linearly "
+        "(ResNet-18 bs32 at 8 GPUs is 11x the 1-GPU throughput) and spread is "
+        "sometimes faster than packed (ResNet-50 bs64 at 4 GPUs); no "
+        "data-parallel model produces either. Gavel does not say how many "
+        "servers 'unconsolidated' uses; we assume one GPU per server.",
+        "* **Chronus** gives ratios only; predicted slowdowns depend on the "
+        "catalogue's compute-time estimates (FLOPs-scaled V100), not on the "
+        "table.",
+        "* **Cross-hardware transfer** is poor by construction: a fabric "
+        "fitted to T4/50 GbE does not describe V100 servers.",
+        "",
+    ]
+    text = "\n".join(lines)
+    (out_dir / "calibration.md").write_text(text)
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--data",
+        type=Path,
+        default=default_data_dir(),
+        help="developers' data dir (default: ../shared/data next to the repo)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("docs"),
+        help="where to write calibration.md/.png (default: docs/ of the current folder)",
+    )
+    p.add_argument(
+        "--base",
+        default="pcie_25gbe",
+        choices=sorted(FABRICS),
+        help="preset whose unfitted fields the fitted fabrics keep",
+    )
+    p.add_argument(
+        "--loss",
+        default="linear",
+        choices=["linear", "soft_l1", "cauchy"],
+        help="least-squares loss (soft_l1/cauchy down-weight outliers)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the placement folds")
+    p.add_argument(
+        "--clusters",
+        help="comma-separated measured clusters to use (default: all; e.g. gavel_k80,chronus)",
+    )
+    p.add_argument(
+        "--no-save", action="store_true", help="do not save the fitted presets to ddl_gym/fabrics/"
+    )
+    args = p.parse_args(argv)
+    if not args.data.is_dir():
+        p.error(f"data dir {args.data} not found (use --data)")
+    clusters = [c for c in args.clusters.split(",") if c] if args.clusters else None
+    try:
+        text = run(args.data, args.out, not args.no_save, args.base, args.loss, args.seed, clusters)
+    except ValueError as err:
+        p.error(str(err))
+    start = text.index("## Headline")
+    print(text[start : text.index("## Fitted parameters")])
+    print(f"wrote {args.out / 'calibration.md'} and {args.out / 'calibration.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,119 @@
+"""The package layout: one installed namespace, scripts as thin entry points,
+the engine's imports running one way."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_wheel_installs_only_ddl_gym(tmp_path):
+    """Build the wheel and read its RECORD: every installed file lives under
+    ``ddl_gym/`` (or the dist-info), so no top-level ``scripts``, ``agents`` or
+    ``baselines`` shadows (or is shadowed by) a user's own."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(REPO),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if proc.returncode != 0 and "No module named" in proc.stderr:
+        pytest.skip(f"cannot build a wheel here: {proc.stderr.strip().splitlines()[-1]}")
+    assert proc.returncode == 0, proc.stderr
+    (wheel,) = tmp_path.glob("ddl_gym-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        record = next(n for n in zf.namelist() if n.endswith(".dist-info/RECORD"))
+        files = [line.split(",")[0] for line in zf.read(record).decode().splitlines() if line]
+    top = {f.split("/")[0] for f in files if not f.split("/")[0].endswith(".dist-info")}
+    assert top == {"ddl_gym"}
+    assert "ddl_gym/baselines/dally.py" in files
+    assert "ddl_gym/agents/policy.py" in files
+    assert "ddl_gym/agents/models/default.zip" in files  # the shipped model travels too
+    assert "ddl_gym/fabrics/seed.json" in files or any(
+        f.startswith("ddl_gym/fabrics/") for f in files
+    )
+
+
+def test_namespaced_imports_work():
+    code = (
+        "import ddl_gym.baselines, ddl_gym.agents, ddl_gym.experiments, ddl_gym.cli, ddl_gym.report"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd="/", timeout=300)
+
+
+def test_scripts_are_thin_entry_points():
+    """Nothing imports from ``scripts/``, and a script defines no function
+    (argument parsing and the call live in the package)."""
+    scripts = sorted((REPO / "scripts").glob("*.py"))
+    assert scripts
+    for path in scripts:
+        tree = ast.parse(path.read_text(), str(path))
+        defs = [n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+        assert not defs, f"{path.name} defines {defs}: library code belongs in ddl_gym/"
+    for path in [
+        *REPO.glob("ddl_gym/**/*.py"),
+        *REPO.glob("agents/*.py"),
+        *REPO.glob("baselines/*.py"),
+        *REPO.glob("tests/*.py"),
+    ]:
+        bad = {n for n in _imports(path) if n == "scripts" or n.startswith("scripts.")}
+        assert not bad, f"{path} imports {bad}"
+
+
+def test_one_namespace_in_the_code():
+    """Library, tests and examples import ``ddl_gym.baselines`` / ``ddl_gym.agents``,
+    never the old top-level names (which would load a second copy of each class)."""
+    for path in [
+        *REPO.glob("ddl_gym/**/*.py"),
+        *REPO.glob("agents/*.py"),
+        *REPO.glob("baselines/*.py"),
+        *REPO.glob("tests/*.py"),
+        *REPO.glob("examples/*.py"),
+        *REPO.glob("scripts/*.py"),
+    ]:
+        bad = {n for n in _imports(path) if n.split(".")[0] in ("agents", "baselines")}
+        assert not bad, f"{path} imports {bad}"
+
+
+def test_engine_imports_run_one_way():
+    """engine.py does not import the view (the view reads the engine)."""
+    engine = _imports(REPO / "ddl_gym/engine/engine.py")
+    assert "ddl_gym.engine.view" not in engine
+    assert "ddl_gym.engine.engine" in _imports(REPO / "ddl_gym/engine/view.py")
+
+
+def test_core_imports_without_torch():
+    code = (
+        "import sys, ddl_gym, ddl_gym.engine, ddl_gym.env, ddl_gym.baselines, "
+        "ddl_gym.experiments.grid, ddl_gym.cli.main\n"
+        "assert 'torch' not in sys.modules, 'core ddl_gym imported torch'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
