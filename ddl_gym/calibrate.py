@@ -15,6 +15,13 @@ squares on the log ratio, in log-parameter space with bounds, the way Pollux
 fits its throughput model to a cluster's measurements. The tables know no
 racks, so the uplink of a fitted preset is a copy of its NIC link (unfitted).
 
+For hardware no table measured, :func:`transfer_prior` pools the fits of
+other clusters in one form (``"shared"``): link parameters and per-model
+gradient-byte multipliers separately, so either carries on its own;
+:func:`calibrate_server` refits the GPU link to a few single-server rows of
+the new hardware, and :func:`predict_leave_one_cluster_out` scores the whole
+chain by holding each measured cluster out in turn.
+
 Typical use::
 
     df = load_measured(find_data_dir())

@@ -416,6 +416,9 @@ def test_report_script_end_to_end_on_one_cluster(tmp_path):
         assert 0 < median < 15  # K80's held-out placements (measured: 5.6% and 7.4%)
     for model in ("lstm_lm", "resnet18", "resnet50", "transformer"):
         assert f"| gavel_k80 | {model} | " in text
+    for section in ("## Transfer to hardware", "## Presets for current hardware", "## Stragglers"):
+        assert section in text
+    assert "| a100_nvlink_ib | shared |" in text
     after = sorted(p.stat().st_mtime for p in (REPO / "ddl_gym" / "fabrics").glob("*.json"))
     assert before == after
     with pytest.raises(SystemExit) as exc:
@@ -519,3 +522,30 @@ def test_leave_one_cluster_out_recovers_shared_hardware_and_skips_calibration_ro
     assert used3.sum() == 9 and np.isnan(pred3[used3]).all()
     err3 = abs_rel_error(df, pred3)
     assert np.nanmax(err3[is_slow & machine]) < 1e-3
+
+
+# -- stragglers: Alibaba PAI worker spread ------------------------------------------
+
+
+@needs_data
+def test_alibaba_worker_cv_gives_the_straggler_sigma():
+    from ddl_gym.measured import ALIBABA_CV, read_worker_cv
+    from ddl_gym.topology import ALIBABA_PAI_STRAGGLER_SIGMA
+
+    cv = read_worker_cv(DATA / ALIBABA_CV)
+    assert len(cv) == 100  # 100 jobs of 10 workers
+    assert cv.median() == pytest.approx(ALIBABA_PAI_STRAGGLER_SIGMA, abs=0.0005)
+
+
+def test_worker_cv_rejects_bad_values(tmp_path):
+    from ddl_gym.measured import read_worker_cv
+
+    path = tmp_path / "cv.csv"
+    path.write_text(",0,1\n0,0.1,0.2\n1,0.3,x\n")
+    with pytest.raises(MeasuredTableError, match=r"cv.csv: row 2, field '1': not a number"):
+        read_worker_cv(path)
+    path.write_text(",0,1\n0,0.1,-0.2\n")
+    with pytest.raises(MeasuredTableError, match="must be >= 0"):
+        read_worker_cv(path)
+    with pytest.raises(MeasuredTableError, match="file not found"):
+        read_worker_cv(tmp_path / "missing.csv")

@@ -379,6 +379,7 @@ def test_straggler_gang_factor_is_seeded_and_grows_with_width():
 
 def test_stragglers_slow_a_gang_by_its_slowest_gpu_in_the_engine():
     from ddl_gym.baselines.fifo import FifoPolicy
+
     from ddl_gym.engine import simulate
     from tests.helpers import make_trace
 
