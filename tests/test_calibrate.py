@@ -549,3 +549,31 @@ def test_worker_cv_rejects_bad_values(tmp_path):
         read_worker_cv(path)
     with pytest.raises(MeasuredTableError, match="file not found"):
         read_worker_cv(tmp_path / "missing.csv")
+
+
+@needs_data
+def test_real_transfer_between_gavel_k80_and_p100(measured):
+    """Gavel's K80 and P100 clusters, each predicted from the other's fit
+    alone: the network carries over (multi-node median under 15 %: 7.7 % and
+    12.6 % measured), the servers do not until three single-server rows of
+    the new hardware calibrate the GPU link (P100 machine: 32.8 % -> 8.4 %)."""
+    from ddl_gym.calibrate import predict_leave_one_cluster_out
+
+    df = measured[measured["cluster"].isin(["gavel_k80", "gavel_p100"])].reset_index(drop=True)
+    fits = {
+        c: fit_fabric(df[df["cluster"] == c], algorithm="shared", name=c, loss="soft_l1")
+        for c in ("gavel_k80", "gavel_p100")
+    }
+    medians = {}
+    for k in (0, 3):
+        pred, used = predict_leave_one_cluster_out(df, fits, k)
+        assert used.sum() == 2 * k
+        err = abs_rel_error(df, pred)
+        ok = ~np.isnan(err)
+        t = error_table(df[ok], err[ok]).set_index(["cluster", "level"])["median"]
+        medians[k] = t
+    for c in ("gavel_k80", "gavel_p100"):
+        assert medians[0][(c, "multi-node")] < 0.15
+        assert medians[3][(c, "multi-node")] == medians[0][(c, "multi-node")]  # NIC untouched
+        assert medians[3][(c, "machine")] < 0.10
+    assert medians[0][("gavel_p100", "machine")] > 0.25  # K80's GPU link is not P100's
