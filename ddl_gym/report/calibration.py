@@ -92,6 +92,11 @@ def _fmt_params(fit: FitResult) -> dict[str, str]:
     def mark(name: str, text: str) -> str:
         return text if name in free else f"({text})"
 
+    sharing = ""
+    if fit.fabric.algorithm == "shared":
+        h = mark("gpu_link_sharing", f"{p['gpu_link_sharing']:.2f}")
+        sharing = f"{h} / {mark('nic_sharing', format(p['nic_sharing'], '.2f'))}"
+
     return {
         "algorithm": fit.fabric.algorithm,
         "models scaled": str(sum(n.startswith(SCALE_PREFIX) for n in fit.free)),
@@ -100,6 +105,7 @@ def _fmt_params(fit: FitResult) -> dict[str, str]:
         "NIC GB/s": mark("nic.bandwidth", f"{p['nic.bandwidth'] / 1e9:.3g}"),
         "NIC us": mark("nic.latency", f"{p['nic.latency'] * 1e6:.3g}"),
         "overlap": mark("overlap", f"{p['overlap']:.2f}"),
+        "sharing h / x": sharing,
         "points": str(fit.points),
         "rms log err": f"{fit.rms_log_error:.3f}",
     }
@@ -510,7 +516,8 @@ def run(
         "",
         "Fitted by least squares on log iteration-time ratio in log-parameter "
         "space (`scipy.optimize.least_squares`, bounds 1 MB/s..10 TB/s, "
-        "1 ns..100 ms, overlap 0..1), both all-reduce algorithms tried, the "
+        "1 ns..100 ms, overlap and sharing exponents 0..1), the three "
+        "all-reduce forms (ring, hierarchical, shared) tried, the "
         "better kept. Values in parentheses were not identifiable from the "
         "table and kept from the base preset. Bucket size: "
         f"{FABRICS[base].bucket_bytes:.3g} B (DDP default), not fitted. "
