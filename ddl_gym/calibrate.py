@@ -15,6 +15,13 @@ squares on the log ratio, in log-parameter space with bounds, the way Pollux
 fits its throughput model to a cluster's measurements. The tables know no
 racks, so the uplink of a fitted preset is a copy of its NIC link (unfitted).
 
+For hardware no table measured, :func:`transfer_prior` pools the fits of
+other clusters in one form (``"shared"``): link parameters and per-model
+gradient-byte multipliers separately, so either carries on its own;
+:func:`calibrate_server` refits the GPU link to a few single-server rows of
+the new hardware, and :func:`predict_leave_one_cluster_out` scores the whole
+chain by holding each measured cluster out in turn.
+
 Typical use::
 
     df = load_measured(find_data_dir())
@@ -142,7 +149,10 @@ PARAMS: tuple[str, ...] = (
     "nic.bandwidth",
     "nic.latency",
     "overlap",
+    "gpu_link_sharing",
+    "nic_sharing",
 )
+_UNIT = ("overlap", "gpu_link_sharing", "nic_sharing")  # fitted in [0, 1], not in log
 # Bounds in natural units: 1 MB/s .. 10 TB/s, 1 ns .. 100 ms, overlap in [0, 1].
 _BW_BOUNDS = (1e6, 1e13)
 _LAT_BOUNDS = (1e-9, 1e-1)
@@ -154,8 +164,8 @@ SCALE_PREFIX = "comm_scale."  # + model: that model's gradient-byte multiplier
 
 
 def get_param(fabric: Fabric, name: str) -> float:
-    if name == "overlap":
-        return fabric.overlap
+    if name in _UNIT:
+        return float(getattr(fabric, name))
     if name.startswith(SCALE_PREFIX):
         return fabric.comm_scale_of(name[len(SCALE_PREFIX) :])
     link, attr = name.split(".")
@@ -165,25 +175,25 @@ def get_param(fabric: Fabric, name: str) -> float:
 def with_params(fabric: Fabric, values: dict[str, float]) -> Fabric:
     """``fabric`` with some of ``PARAMS`` (or ``comm_scale.<model>``) replaced."""
     links = {k: getattr(fabric, k) for k in ("gpu_link", "nic")}
-    overlap = fabric.overlap
+    unit = {k: getattr(fabric, k) for k in _UNIT}
     scale = dict(fabric.comm_scale)
     for name, value in values.items():
-        if name == "overlap":
-            overlap = float(value)
+        if name in _UNIT:
+            unit[name] = float(value)
         elif name.startswith(SCALE_PREFIX):
             scale[name[len(SCALE_PREFIX) :]] = float(value)
         else:
             link, attr = name.split(".")
             links[link] = replace(links[link], **{attr: float(value)})
-    return replace(fabric, overlap=overlap, comm_scale=tuple(scale.items()), **links)
+    return replace(fabric, comm_scale=tuple(scale.items()), **unit, **links)
 
 
 def _is_log(name: str) -> bool:
-    return name != "overlap"
+    return name not in _UNIT
 
 
 def _bounds(name: str) -> tuple[float, float]:
-    if name == "overlap":
+    if name in _UNIT:
         return _OVERLAP_BOUNDS
     lo, hi = _BW_BOUNDS if name.endswith("bandwidth") else _LAT_BOUNDS
     return math.log(lo), math.log(hi)
@@ -208,6 +218,13 @@ def identifiable(df: pd.DataFrame, algorithm: Algorithm) -> tuple[str, ...]:
         free += ["nic.bandwidth", "nic.latency"]
     if free:
         free.append("overlap")
+    if algorithm == "shared":
+        # g**h needs servers of 3+ GPUs beside 2-GPU ones; g**x servers
+        # holding 2+ GPUs on a multi-server placement.
+        if gpu_seen and bool((d["g"] > 2).any()):
+            free.append("gpu_link_sharing")
+        if bool(((d["s"] > 1) & (d["g"] > 1)).any()):
+            free.append("nic_sharing")
     return tuple(free)
 
 
@@ -255,6 +272,9 @@ def _start_points(base: Fabric, free: tuple[str, ...]) -> list[dict[str, float]]
     for fabric in (base, FABRICS["pcie_25gbe"], FABRICS["nvswitch_ib"]):
         starts.append({name: get_param(fabric, name) for name in free})
     starts.append({**starts[0], "overlap": 0.5} if "overlap" in free else starts[0])
+    half = {p: 0.5 for p in ("gpu_link_sharing", "nic_sharing") if p in free}
+    if half:
+        starts.append({**starts[0], **half})
     return starts
 
 
@@ -297,7 +317,7 @@ def fit_fabric(
     if algorithm is None:
         fits = [
             fit_fabric(df, base, a, name, free, loss, comm_scale, scale_prior)
-            for a in ("ring", "hierarchical")
+            for a in ("ring", "hierarchical", "shared")
         ]
         return min(fits, key=lambda f: f.rms_log_error)
     base = replace(base, algorithm=algorithm, name=name or f"{base.name}_fitted")
@@ -396,22 +416,42 @@ def save_fitted(
 
 
 def predict_leave_one_model_out(
-    df: pd.DataFrame, base: Fabric | str = "pcie_25gbe", loss: str = "linear"
+    df: pd.DataFrame,
+    base: Fabric | str = "pcie_25gbe",
+    loss: str = "linear",
+    progress: Callable[[], object] | None = None,
+    algorithms: dict[str, Algorithm] | None = None,
 ) -> np.ndarray:
     """Ratios predicted for each model by a fabric fitted to the *other*
-    models of the same cluster (compute times stay measured per model)."""
+    models of the same cluster (compute times stay measured per model).
+
+    ``algorithms`` fixes the all-reduce form per cluster (e.g. the one its
+    full fit chose: a third of the fits); by default each fit tries all."""
     out = np.full(len(df), np.nan)
     for _, cluster in df.groupby("cluster").groups.items():
         part = df.loc[cluster]
         for model in part["model"].unique():
             held = (part["model"] == model).to_numpy()
             train = part[~held]
+            if progress is not None:
+                progress()
             if train["is_reference"].all():
                 continue  # a cluster with one model: nothing to learn from
-            fit = fit_fabric(train, base, loss=loss)
+            algorithm = (algorithms or {}).get(str(part["cluster"].iloc[0]))
+            fit = fit_fabric(train, base, algorithm, loss=loss)
             idx = np.flatnonzero(df.index.isin(part.index[held]))
             out[idx] = predict_ratio(df.iloc[idx], fit.fabric)
     return out
+
+
+def count_model_folds(df: pd.DataFrame) -> int:
+    """Fits :func:`predict_leave_one_model_out` makes (for a progress bar)."""
+    return int(sum(len(p["model"].unique()) for _, p in df.groupby("cluster")))
+
+
+def count_placement_folds(df: pd.DataFrame, folds: np.ndarray) -> int:
+    """Fits :func:`predict_placement_cv` makes (for a progress bar)."""
+    return int(sum(len(set(folds[i]) - {-1}) for i in df.groupby("cluster").indices.values()))
 
 
 def placement_folds(df: pd.DataFrame, k: int = 4, seed: int = 0) -> np.ndarray:
@@ -436,18 +476,119 @@ def placement_folds(df: pd.DataFrame, k: int = 4, seed: int = 0) -> np.ndarray:
 
 
 def predict_placement_cv(
-    df: pd.DataFrame, folds: np.ndarray, base: Fabric | str = "pcie_25gbe", loss: str = "linear"
+    df: pd.DataFrame,
+    folds: np.ndarray,
+    base: Fabric | str = "pcie_25gbe",
+    loss: str = "linear",
+    progress: Callable[[], object] | None = None,
+    algorithms: dict[str, Algorithm] | None = None,
 ) -> np.ndarray:
     """Ratio of every non-reference row predicted by a fabric fitted per
     cluster to the rows of the other folds, i.e. without its placement
-    (NaN on reference rows)."""
+    (NaN on reference rows). ``algorithms``: as in
+    :func:`predict_leave_one_model_out`."""
     out = np.full(len(df), np.nan)
-    for _, idx in df.groupby("cluster").indices.items():
+    for cluster, idx in df.groupby("cluster").indices.items():
         for f in sorted(set(folds[idx]) - {-1}):
             test = idx[folds[idx] == f]
             train = df.iloc[idx[folds[idx] != f]]
+            if progress is not None:
+                progress()
             if train["is_reference"].all():
                 continue
-            fit = fit_fabric(train, base, loss=loss)
+            fit = fit_fabric(train, base, (algorithms or {}).get(str(cluster)), loss=loss)
             out[test] = predict_ratio(df.iloc[test], fit.fabric)
     return out
+
+
+# -- transfer to hardware the fit never saw ----------------------------------------
+
+TRANSFER_ALGORITHM: Algorithm = "shared"
+_LINK_PARAMS = ("gpu_link.bandwidth", "gpu_link.latency", "nic.bandwidth", "nic.latency")
+
+
+def transfer_prior(fits: dict[str, FitResult], name: str = "transfer_prior") -> Fabric:
+    """A fabric for hardware none of ``fits`` measured, built from them.
+
+    Physical and per-model terms are pooled separately, so each carries on
+    its own: link bandwidths and latencies are the geometric mean over the
+    clusters (a typical server and network of the measured generations),
+    overlap and the sharing exponents the arithmetic mean, and a model's
+    gradient-byte multiplier the geometric mean over the clusters that
+    measured it (its "model card": what it really moves relative to its fp32
+    parameters, whatever the links). All fits must use one algorithm.
+    """
+    if not fits:
+        raise ValueError("transfer_prior needs at least one fitted cluster")
+    fabrics = [f.fabric for f in fits.values()]
+    algorithms = {f.algorithm for f in fabrics}
+    if len(algorithms) != 1:
+        raise ValueError(f"fits use different algorithms {sorted(algorithms)}; pool one form")
+    values = {
+        p: math.exp(np.median([math.log(get_param(f, p)) for f in fabrics])) for p in _LINK_PARAMS
+    }
+    values.update({p: float(np.median([get_param(f, p) for f in fabrics])) for p in _UNIT})
+    logs: dict[str, list[float]] = {}
+    for f in fabrics:
+        for model, factor in f.comm_scale:
+            logs.setdefault(model, []).append(math.log(factor))
+    scale = tuple((m, math.exp(float(np.mean(v)))) for m, v in logs.items())
+    prior = with_params(replace(fabrics[0], comm_scale=scale), values)
+    return replace(prior, name=name, description=f"pooled from {', '.join(sorted(fits))}")
+
+
+def calibration_rows(df: pd.DataFrame, k: int, seed: int = 0) -> np.ndarray:
+    """Positions of ``k`` measured single-server multi-GPU rows of ``df`` (one
+    cluster), drawn at random with ``seed``: what a user could measure on a
+    new server in a few minutes. Fewer if the table has fewer (Chronus: none,
+    it has no single-server ratios)."""
+    ok = (~df["is_reference"].to_numpy()) & (df["s"].to_numpy() == 1) & (df["n"].to_numpy() > 1)
+    cand = np.flatnonzero(ok)
+    if k <= 0 or len(cand) == 0:
+        return np.array([], dtype=int)
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(cand, size=min(k, len(cand)), replace=False))
+
+
+def calibrate_server(prior: Fabric, rows: pd.DataFrame) -> Fabric:
+    """``prior`` with its GPU link bandwidth refitted to a few single-server
+    rows of the new hardware (everything else, the NIC included, stays the
+    prior's: single-server rows cannot see it)."""
+    if rows.empty:
+        return prior
+    fit = fit_fabric(
+        rows,
+        prior,
+        algorithm=prior.algorithm,
+        name=prior.name,
+        free=("gpu_link.bandwidth",),
+        comm_scale=False,
+    )
+    return fit.fabric
+
+
+def predict_leave_one_cluster_out(
+    df: pd.DataFrame, fits: dict[str, FitResult], k: int = 0, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each cluster predicted by :func:`transfer_prior` of the *other*
+    clusters' fits, after :func:`calibrate_server` on ``k`` of its own
+    single-server rows.
+
+    Returns the predicted ratios (NaN on the calibration rows, which must not
+    be scored) and a boolean mask of the calibration rows.
+    """
+    pred = np.full(len(df), np.nan)
+    used = np.zeros(len(df), dtype=bool)
+    clusters = df["cluster"].to_numpy()
+    for c in sorted(set(clusters)):
+        others = {o: f for o, f in fits.items() if o != c}
+        if not others:
+            continue
+        idx = np.flatnonzero(clusters == c)
+        part = df.iloc[idx]
+        calib = calibration_rows(part, k, seed)
+        fabric = calibrate_server(transfer_prior(others), part.iloc[calib])
+        pred[idx] = predict_ratio(part, fabric)
+        used[idx[calib]] = True
+    pred[used] = np.nan
+    return pred, used

@@ -39,6 +39,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ddl_gym.profiles import MODEL_NAMES, get_profile
@@ -550,3 +551,41 @@ def load_measured(data_dir: str | Path, sources: tuple[str, ...] = tuple(SOURCES
     df = pd.concat(frames, ignore_index=True)
     df["ratio"] = df["ratio"].astype(float)
     return df
+
+
+# -- stragglers ----------------------------------------------------------------
+
+ALIBABA_CV = "profiles/alibaba_minibatch_time/coefficient_variation.csv"
+
+
+def read_worker_cv(path: str | Path) -> pd.Series:
+    """Alibaba PAI's ``coefficient_variation.csv``: per job (row), the median
+    over iterations (columns) of the coefficient of variation of mini-batch
+    time across the job's workers.
+
+    What it tells: how much one worker's speed differs from another's in the
+    same synchronous job, the input of :class:`ddl_gym.topology.Stragglers`
+    (for a lognormal, ``sigma`` is about the CV). What it cannot: which
+    worker was slow, or whether the same GPU stays slow (we assume it does
+    for the length of a run).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise MeasuredTableError(path, "file not found")
+    try:
+        table = pd.read_csv(path, index_col=0)
+    except (ValueError, pd.errors.ParserError) as err:
+        raise MeasuredTableError(path, f"not a CSV table: {err}") from err
+    if table.empty:
+        raise MeasuredTableError(path, "no data rows")
+    values = table.apply(pd.to_numeric, errors="coerce")
+    bad = values.isna() & table.notna()
+    if bad.to_numpy().any():
+        row, col = np.argwhere(bad.to_numpy())[0]
+        raise MeasuredTableError(
+            path, f"not a number: {table.iat[row, col]!r}", int(row) + 1, str(table.columns[col])
+        )
+    if (values < 0).to_numpy().any():
+        row, col = np.argwhere((values < 0).to_numpy())[0]
+        raise MeasuredTableError(path, "must be >= 0", int(row) + 1, str(table.columns[col]))
+    return values.median(axis=1, skipna=True)

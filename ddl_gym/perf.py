@@ -19,6 +19,20 @@ members over a link of bandwidth ``bw`` and latency ``alpha``::
   link, ``ring(s)`` on the NIC and ``ring(r)`` across racks. After the
   reduce-scatter inside a server its ``g`` GPUs share the NIC, so every level
   moves the full ``B`` through its link.
+* ``"shared"`` fabrics also go level by level, but a server's GPUs share its
+  links, so each level costs what its *busiest* server (``g`` GPUs) pays::
+
+      gpu level:  2 (g-1)/g * B * g**h      / gpu_bw + nb 2 (g-1) alpha_gpu
+      NIC level:  2 (n-1)/n * B * g**x      / nic_bw + nb 2 (s-1) alpha_nic
+      racks:      2 (r-1)/r * B * (g s)**x  / up_bw  + nb 2 (r-1) alpha_up
+
+  ``h = gpu_link_sharing`` (0: switched, 1: one PCIe host link) and
+  ``x = nic_sharing`` (0: reduced inside the server first, 1: every GPU's
+  traffic crosses the NIC). The NIC level is a flat ring's: each of its
+  ``2 (n-1)`` steps moves ``B / n`` through every server's NIC (NCCL's ring
+  over all GPUs of the job), so 2+2 GPUs cost more on the NIC than 1+1. With
+  ``h > 0`` the cost is not monotone in servers: 4+4 GPUs can beat 8 on one
+  PCIe server; 8+1 costs what 8 does plus the NIC ring.
 
 Across racks the bandwidth is the job's share of the rack uplinks (the engine
 computes it from the jobs that share each uplink and the background traffic,
@@ -87,6 +101,15 @@ def _ring(k: int, nbytes: float, nbuckets: int, bw: float, alpha: float) -> floa
     return 2.0 * (k - 1) / k * nbytes / bw + nbuckets * 2.0 * (k - 1) * alpha
 
 
+def _ring_nic(n: int, s: int, nbytes: float, nbuckets: int, bw: float, alpha: float) -> float:
+    """The NIC's part of a flat ring over ``n`` GPUs on ``s`` servers: every
+    one of its ``2 (n-1)`` steps moves ``B / n`` through each server's NIC;
+    a step's latency is paid once per server hop."""
+    if s <= 1:
+        return 0.0
+    return 2.0 * (n - 1) / n * nbytes / bw + nbuckets * 2.0 * (s - 1) * alpha
+
+
 class PerfModel:
     """Iteration times of jobs on one cluster's fabric."""
 
@@ -126,6 +149,13 @@ class PerfModel:
             else:
                 bw, alpha = f.gpu_link.bandwidth, f.gpu_link.latency
             return _ring(n, nbytes, nb, bw, alpha)
+        if f.algorithm == "shared":
+            h, x = f.gpu_link_sharing, f.nic_sharing
+            return (
+                _ring(g, nbytes * g**h, nb, f.gpu_link.bandwidth, f.gpu_link.latency)
+                + _ring_nic(n, s, nbytes * g**x, nb, f.nic.bandwidth, f.nic.latency)
+                + _ring(r, nbytes * (g * s) ** x, nb, uplink_bw, uplink_alpha)
+            )
         return (
             _ring(g, nbytes, nb, f.gpu_link.bandwidth, f.gpu_link.latency)
             + _ring(s, nbytes, nb, f.nic.bandwidth, f.nic.latency)

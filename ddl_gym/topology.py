@@ -27,7 +27,7 @@ from typing import Literal
 GB = 1e9
 US = 1e-6
 
-Algorithm = Literal["ring", "hierarchical"]
+Algorithm = Literal["ring", "hierarchical", "shared"]
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,22 @@ class Fabric:
         gpu_link, nic, uplink: see the module docstring.
         oversubscription: rack uplink oversubscription (1 = non-blocking).
         algorithm: ``"ring"`` (one flat ring over all GPUs, every step paced by
-            the slowest level spanned) or ``"hierarchical"`` (ring all-reduce
+            the slowest level spanned), ``"hierarchical"`` (ring all-reduce
             level by level: inside servers, across servers of a rack, across
-            racks).
+            racks) or ``"shared"`` (level by level, but a server's GPUs share
+            its GPU link and NIC, so each level costs what its busiest server
+            pays; see ``gpu_link_sharing`` and ``nic_sharing`` and
+            ``ddl_gym.perf``).
+        gpu_link_sharing: ``"shared"`` only. How much a server's GPUs share
+            its GPU link, as an exponent ``h`` in [0, 1]: the intra-server
+            ring on the busiest server of ``g`` GPUs moves ``g**h`` times the
+            bytes of a switched one. 0 = a switch (NVSwitch: every GPU its own
+            full-bandwidth port); 1 = one shared host link (PCIe tree).
+        nic_sharing: ``"shared"`` only. The same for the NIC: the busiest
+            server's NIC moves ``g**x`` times a fully reduced gradient. 0 =
+            the GPUs reduce inside the server before the NIC (hierarchical
+            NCCL); 1 = every GPU's traffic crosses the NIC (flat ring or
+            parameter server over one NIC).
         bucket_bytes: gradient bucket size; ``None`` all-reduces every layer
             on its own (the seed's model, which makes many-layer models
             latency-bound).
@@ -80,6 +93,8 @@ class Fabric:
     overlap: float = 0.9
     comm_scale: tuple[tuple[str, float], ...] = ()
     description: str = ""
+    gpu_link_sharing: float = 0.0
+    nic_sharing: float = 0.0
 
     def __post_init__(self) -> None:
         scale = self.comm_scale
@@ -96,10 +111,13 @@ class Fabric:
         object.__setattr__(self, "comm_scale", pairs)
         if self.oversubscription < 1:
             raise ValueError(f"oversubscription must be >= 1, got {self.oversubscription}")
-        if self.algorithm not in ("ring", "hierarchical"):
+        if self.algorithm not in ("ring", "hierarchical", "shared"):
             raise ValueError(f"unknown all-reduce algorithm {self.algorithm!r}")
         if not 0 <= self.overlap <= 1:
             raise ValueError(f"overlap must be in [0, 1], got {self.overlap}")
+        for attr in ("gpu_link_sharing", "nic_sharing"):
+            if not 0 <= getattr(self, attr) <= 1:
+                raise ValueError(f"{attr} must be in [0, 1], got {getattr(self, attr)}")
         if self.bucket_bytes is not None and self.bucket_bytes <= 0:
             raise ValueError(f"bucket_bytes must be positive, got {self.bucket_bytes}")
 
@@ -168,6 +186,93 @@ FABRICS: dict[str, Fabric] = {
         bucket_bytes=25e6,
         overlap=0.9,
         description="PCIe 3.0 servers, 25 GbE, 3:1 uplinks",
+    ),
+    # -- Current hardware, in the "shared" form (per-server shared links). Link
+    # bandwidths are one direction, from vendor datasheets (cited per preset);
+    # latencies, overlap, sharing exponents and spine oversubscription are
+    # assumptions, stated as such. Expected 2-server slowdowns (4+4 GPUs over
+    # one server of 8, catalogue models): ~1.0-1.3x for NVLink + InfiniBand,
+    # as measured on such clusters; tests/test_perf.py checks each preset.
+    #
+    # HGX/DGX A100: NVIDIA A100 Tensor Core GPU datasheet (NVLink 3: 600 GB/s
+    # per GPU, both directions -> 300 GB/s each way, through NVSwitch);
+    # NVIDIA DGX A100 datasheet (8 x ConnectX-6 200 Gb/s HDR InfiniBand for
+    # compute: 8 x 25 GB/s = 200 GB/s per server). Non-blocking fat tree.
+    "a100_nvlink_ib": Fabric(
+        name="a100_nvlink_ib",
+        gpu_link=Link(300 * GB, 2 * US),
+        nic=Link(200 * GB, 5 * US),
+        uplink=Link(200 * GB, 10 * US),
+        oversubscription=1.0,
+        algorithm="shared",
+        bucket_bytes=25e6,
+        overlap=0.5,
+        gpu_link_sharing=0.0,  # NVSwitch: every GPU its own full port
+        nic_sharing=0.0,  # one HDR port per GPU (rail-optimised)
+        description=(
+            "A100 SXM4 + NVSwitch, 8x HDR InfiniBand (NVIDIA A100 datasheet: NVLink 600 GB/s; "
+            "NVIDIA DGX A100 datasheet: 8x ConnectX-6 200 Gb/s)"
+        ),
+    ),
+    # HGX/DGX H100: NVIDIA H100 Tensor Core GPU datasheet (NVLink 4: 900 GB/s
+    # per GPU -> 450 GB/s each way); NVIDIA DGX H100 datasheet (8 x ConnectX-7
+    # 400 Gb/s NDR InfiniBand: 8 x 50 GB/s = 400 GB/s per server).
+    "h100_nvlink_ib": Fabric(
+        name="h100_nvlink_ib",
+        gpu_link=Link(450 * GB, 2 * US),
+        nic=Link(400 * GB, 5 * US),
+        uplink=Link(400 * GB, 10 * US),
+        oversubscription=1.0,
+        algorithm="shared",
+        bucket_bytes=25e6,
+        overlap=0.5,
+        gpu_link_sharing=0.0,
+        nic_sharing=0.0,
+        description=(
+            "H100 SXM5 + NVSwitch, 8x NDR InfiniBand (NVIDIA H100 datasheet: NVLink 900 GB/s; "
+            "NVIDIA DGX H100 datasheet: 8x ConnectX-7 400 Gb/s)"
+        ),
+    ),
+    # V100 SXM2 servers: NVIDIA Tesla V100 datasheet (NVLink 2: 300 GB/s per
+    # GPU -> 150 GB/s each way, hybrid cube-mesh as in DGX-1), one 100 GbE NIC
+    # per server (12.5 GB/s; e.g. NVIDIA ConnectX-5 100GbE product brief),
+    # 2:1 spine assumed.
+    "v100_nvlink_100gbe": Fabric(
+        name="v100_nvlink_100gbe",
+        gpu_link=Link(150 * GB, 2 * US),
+        nic=Link(100e9 / 8, 10 * US),
+        uplink=Link(100e9 / 8, 20 * US),
+        oversubscription=2.0,
+        algorithm="shared",
+        bucket_bytes=25e6,
+        overlap=0.5,
+        gpu_link_sharing=0.0,
+        nic_sharing=0.0,  # NCCL reduces inside the server before the NIC
+        description=(
+            "V100 SXM2 NVLink, one 100 GbE NIC (NVIDIA V100 datasheet: NVLink 300 GB/s; "
+            "ConnectX-5 100GbE)"
+        ),
+    ),
+    # Consumer cards (GeForce RTX 3090/4090 class) on PCIe 4.0 x16: 16 GT/s per
+    # lane, ~32 GB/s each way (PCI-SIG PCI Express Base Specification 4.0);
+    # GeForce RTX 4090 has no NVLink (NVIDIA Ada Lovelace architecture
+    # whitepaper), so GPU-to-GPU traffic shares the host's PCIe root
+    # (gpu_link_sharing 1); one 25 GbE NIC per server (3.125 GB/s), 3:1 spine.
+    "pcie_consumer_25gbe": Fabric(
+        name="pcie_consumer_25gbe",
+        gpu_link=Link(32 * GB, 5 * US),
+        nic=Link(25e9 / 8, 25 * US),
+        uplink=Link(25e9 / 8, 50 * US),
+        oversubscription=3.0,
+        algorithm="shared",
+        bucket_bytes=25e6,
+        overlap=0.5,
+        gpu_link_sharing=1.0,
+        nic_sharing=0.0,
+        description=(
+            "GeForce-class PCIe 4.0 x16 cards without NVLink, one 25 GbE NIC "
+            "(PCI-SIG PCIe 4.0 base spec; NVIDIA Ada architecture whitepaper)"
+        ),
     ),
 }
 
@@ -311,6 +416,47 @@ def get_congestion(congestion: str | float | Congestion) -> Congestion:
         ) from None
 
 
+# Median, over the 100 jobs of Alibaba PAI's ``coefficient_variation.csv``
+# (cluster-trace-gpu-v2020, mini-batch-time; 10 workers per job), of each
+# job's median coefficient of variation of mini-batch time across workers.
+ALIBABA_PAI_STRAGGLER_SIGMA = 0.087
+
+
+@dataclass(frozen=True)
+class Stragglers:
+    """Per-GPU speed variability: a synchronous gang runs at its slowest member.
+
+    Every GPU's compute time is the trace's (a typical GPU's) times a
+    lognormal factor ``exp(sigma * z)``, median 1. A job's gang draws one
+    factor per GPU when it starts and computes at the largest, so wide jobs
+    lose more (``sigma`` 0.087, Alibaba PAI's: the slowest of 8 is ~13 %
+    slower than the median GPU, of 32 ~18 %). Draws are seeded by ``seed``,
+    the job and how often it has started, so a run is reproducible and one
+    job's draw does not depend on the others'. ``sigma = 0`` (the default
+    everywhere, and the seed-faithful mode) turns it off.
+    """
+
+    sigma: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not (self.sigma >= 0 and math.isfinite(self.sigma)):
+            raise ValueError(f"straggler sigma must be >= 0, got {self.sigma}")
+
+    @property
+    def enabled(self) -> bool:
+        return self.sigma > 0
+
+    def gang_factor(self, gpus: int, job: int, start: int) -> float:
+        """Compute-time multiplier of a gang of ``gpus`` GPUs (1 if off)."""
+        if not self.enabled:
+            return 1.0
+        import numpy as np  # the engine's hot path never gets here when off
+
+        z = np.random.default_rng([self.seed, job, start]).standard_normal(gpus)
+        return float(math.exp(self.sigma * z.max()))
+
+
 @dataclass(frozen=True)
 class Cluster:
     """A homogeneous cluster: racks x servers x GPUs on a fabric."""
@@ -319,6 +465,7 @@ class Cluster:
     servers_per_rack: int
     gpus_per_server: int
     fabric: Fabric = field(default_factory=lambda: FABRICS["seed"])
+    stragglers: Stragglers = Stragglers()
 
     def __post_init__(self) -> None:
         for name in ("racks", "servers_per_rack", "gpus_per_server"):

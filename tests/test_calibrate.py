@@ -416,6 +416,9 @@ def test_report_script_end_to_end_on_one_cluster(tmp_path):
         assert 0 < median < 15  # K80's held-out placements (measured: 5.6% and 7.4%)
     for model in ("lstm_lm", "resnet18", "resnet50", "transformer"):
         assert f"| gavel_k80 | {model} | " in text
+    for section in ("## Transfer to hardware", "## Presets for current hardware", "## Stragglers"):
+        assert section in text
+    assert "| a100_nvlink_ib | shared |" in text
     after = sorted(p.stat().st_mtime for p in (REPO / "ddl_gym" / "fabrics").glob("*.json"))
     assert before == after
     with pytest.raises(SystemExit) as exc:
@@ -447,3 +450,130 @@ def test_shipped_pollux_preset_runs_in_simulate_with_its_multipliers():
         assert t_iter != pytest.approx(base.iter_time(model, t_c, shape), rel=1e-3)
         wait = 0.0 if job == "ncf" else jct["ncf"]  # FIFO: bert waits for the cluster
         assert jct[job] == pytest.approx(wait + 1000 * t_iter, rel=1e-9)
+
+
+# -- transfer to unseen hardware ---------------------------------------------------
+
+
+def _fit_of(fabric: Fabric, nic_gb: float = 1.0, overlap: float = 0.0, **scale: float):
+    """A fit result holding ``fabric`` with the given NIC, overlap, multipliers."""
+    from ddl_gym.calibrate import FitResult
+
+    fabric = replace(
+        fabric, nic=Link(nic_gb * GB, nic_gb * 10 * US), overlap=overlap, comm_scale=scale
+    )
+    return FitResult(fabric, (), 1, 0.0, True, "given")
+
+
+def test_transfer_prior_pools_physical_and_model_terms_separately():
+    from ddl_gym.calibrate import transfer_prior
+
+    shared = replace(_truth("shared"), comm_scale=())
+    fits = {
+        "a": _fit_of(shared, 1.0, 0.1, x=2.0),
+        "b": _fit_of(shared, 4.0, 0.2, x=8.0),
+        "c": _fit_of(shared, 2.0, 0.9, y=3.0),
+    }
+    prior = transfer_prior(fits)
+    assert prior.nic.bandwidth == pytest.approx(2 * GB)  # median in log space
+    assert prior.nic.latency == pytest.approx(20 * US)
+    assert prior.overlap == pytest.approx(0.2)  # median: one odd cluster does not drag it
+    assert prior.comm_scale_of("x") == pytest.approx(4.0)  # geometric mean where measured
+    assert prior.comm_scale_of("y") == pytest.approx(3.0)
+    assert prior.comm_scale_of("z") == 1.0  # nobody measured it: catalogue bytes
+    with pytest.raises(ValueError, match="algorithms"):
+        transfer_prior({**fits, "d": _fit_of(_truth("ring", comm_scale=()))})
+
+
+def test_calibration_rows_are_single_server_multi_gpu_and_seeded():
+    from ddl_gym.calibrate import calibration_rows
+
+    df = _synthetic(_truth("shared"))
+    rows = calibration_rows(df, 3, seed=1)
+    assert len(rows) == 3
+    assert (df.iloc[rows]["s"] == 1).all() and (df.iloc[rows]["n"] > 1).all()
+    assert (calibration_rows(df, 3, seed=1) == rows).all()
+    assert len(calibration_rows(df, 0)) == 0
+    spread = df[df["s"] > 1]
+    assert len(calibration_rows(spread, 3)) == 0  # Chronus-like: nothing to calibrate on
+
+
+def test_leave_one_cluster_out_recovers_shared_hardware_and_skips_calibration_rows():
+    """Two clusters of one fabric: each predicted from the other alone is
+    exact. A third with a 3x slower GPU link is exact only after calibrating
+    on a few of its single-server rows, which are not scored."""
+    from ddl_gym.calibrate import FitResult, predict_leave_one_cluster_out
+
+    truth = _truth("shared", gpu_link_sharing=0.4)
+    slow = replace(truth, gpu_link=Link(truth.gpu_link.bandwidth / 3, truth.gpu_link.latency))
+    parts = []
+    for name, fabric in (("a", truth), ("b", truth), ("slow", slow)):
+        parts.append(_synthetic(fabric).assign(cluster=name))
+    df = pd.concat(parts, ignore_index=True)
+    fits = {c: FitResult(truth, (), 1, 0.0, True, "truth") for c in ("a", "b", "slow")}
+    pred0, used0 = predict_leave_one_cluster_out(df, fits, k=0)
+    assert not used0.any()
+    err0 = abs_rel_error(df, pred0)
+    is_slow = (df["cluster"] == "slow").to_numpy()
+    assert np.nanmax(err0[~is_slow]) < 1e-9
+    machine = (df["s"] == 1).to_numpy() & (df["n"] > 1).to_numpy()
+    assert np.median(err0[is_slow & machine]) > 0.05  # the prior's GPU link is wrong there
+    pred3, used3 = predict_leave_one_cluster_out(df, fits, k=3, seed=0)
+    assert used3.sum() == 9 and np.isnan(pred3[used3]).all()
+    err3 = abs_rel_error(df, pred3)
+    assert np.nanmax(err3[is_slow & machine]) < 1e-3
+
+
+# -- stragglers: Alibaba PAI worker spread ------------------------------------------
+
+
+@needs_data
+def test_alibaba_worker_cv_gives_the_straggler_sigma():
+    from ddl_gym.measured import ALIBABA_CV, read_worker_cv
+    from ddl_gym.topology import ALIBABA_PAI_STRAGGLER_SIGMA
+
+    cv = read_worker_cv(DATA / ALIBABA_CV)
+    assert len(cv) == 100  # 100 jobs of 10 workers
+    assert cv.median() == pytest.approx(ALIBABA_PAI_STRAGGLER_SIGMA, abs=0.0005)
+
+
+def test_worker_cv_rejects_bad_values(tmp_path):
+    from ddl_gym.measured import read_worker_cv
+
+    path = tmp_path / "cv.csv"
+    path.write_text(",0,1\n0,0.1,0.2\n1,0.3,x\n")
+    with pytest.raises(MeasuredTableError, match=r"cv.csv: row 2, field '1': not a number"):
+        read_worker_cv(path)
+    path.write_text(",0,1\n0,0.1,-0.2\n")
+    with pytest.raises(MeasuredTableError, match="must be >= 0"):
+        read_worker_cv(path)
+    with pytest.raises(MeasuredTableError, match="file not found"):
+        read_worker_cv(tmp_path / "missing.csv")
+
+
+@needs_data
+def test_real_transfer_between_gavel_k80_and_p100(measured):
+    """Gavel's K80 and P100 clusters, each predicted from the other's fit
+    alone: the network carries over (multi-node median under 15 %: 7.7 % and
+    12.6 % measured), the servers do not until three single-server rows of
+    the new hardware calibrate the GPU link (P100 machine: 32.8 % -> 8.4 %)."""
+    from ddl_gym.calibrate import predict_leave_one_cluster_out
+
+    df = measured[measured["cluster"].isin(["gavel_k80", "gavel_p100"])].reset_index(drop=True)
+    fits = {
+        c: fit_fabric(df[df["cluster"] == c], algorithm="shared", name=c, loss="soft_l1")
+        for c in ("gavel_k80", "gavel_p100")
+    }
+    medians = {}
+    for k in (0, 3):
+        pred, used = predict_leave_one_cluster_out(df, fits, k)
+        assert used.sum() == 2 * k
+        err = abs_rel_error(df, pred)
+        ok = ~np.isnan(err)
+        t = error_table(df[ok], err[ok]).set_index(["cluster", "level"])["median"]
+        medians[k] = t
+    for c in ("gavel_k80", "gavel_p100"):
+        assert medians[0][(c, "multi-node")] < 0.15
+        assert medians[3][(c, "multi-node")] == medians[0][(c, "multi-node")]  # NIC untouched
+        assert medians[3][(c, "machine")] < 0.10
+    assert medians[0][("gavel_p100", "machine")] > 0.25  # K80's GPU link is not P100's

@@ -95,6 +95,7 @@ def register_calibrate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int)
     p.add_argument("--no-save", action="store_true", help="do not save fitted presets")
     p.add_argument("--clusters", help="measured clusters to use, comma-separated (default: all)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (tqdm, with ETA)")
     p.set_defaults(func=run_calibrate)
 
 
@@ -118,6 +119,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
             argv += [flag, str(value)]
     if args.no_save:
         argv.append("--no-save")
+    if args.no_progress:
+        argv.append("--no-progress")
     if args.data is None and calibrate.default_data_dir().is_dir() is False:
         raise CliError("no data dir found (../shared/data or $DDL_GYM_DATA); give --data")
     return _delegate(calibrate.main, argv, "calibrate")

@@ -307,7 +307,7 @@ class Engine:
             ar = self.perf.allreduce_time(job.model, shape)
         exposed = self.perf.exposed_comm(job.model, job.t_compute, ar)
         job.exposed = exposed
-        job.t_iter = job.t_compute + exposed
+        job.t_iter = job.t_compute * job.straggle + exposed
         job.rate = job.gpus / job.t_iter
         job.version += 1
         begin = max(self.now, job.busy_until)
@@ -429,6 +429,9 @@ class Engine:
         job.busy_until = now + job.restore_debt
         job.restore_debt = 0.0
         job.starts_per_level[shape.level] += 1
+        stragglers = c.stragglers
+        if stragglers.enabled:
+            job.straggle = stragglers.gang_factor(job.gpus, job.index, sum(job.starts_per_level))
         self.running[job.index] = job
         if shape.r > 1:
             for r in job.racks:

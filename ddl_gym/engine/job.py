@@ -33,6 +33,7 @@ class Job:
         "last_update",
         "rate",
         "t_iter",
+        "straggle",
         "exposed",
         "placement",
         "shape",
@@ -79,6 +80,7 @@ class Job:
         self.last_update = arrival
         self.rate = 0.0
         self.t_iter = t_compute
+        self.straggle = 1.0  # compute-time factor of the gang's slowest GPU
         self.exposed = 0.0
         self.placement: tuple[tuple[int, int], ...] = ()
         self.shape: Shape | None = None
