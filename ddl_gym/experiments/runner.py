@@ -126,7 +126,7 @@ def _call(args: tuple[int, CellFn, dict[str, Any]]) -> tuple[int, dict[str, Any]
     return i, fn(**kwargs)
 
 
-def progress_bar(total: int, desc: str, disable: bool, initial: int = 0, unit: str = "cell"):
+def progress_bar(total: int | None, desc: str, disable: bool, initial: int = 0, unit: str = "cell"):
     """The progress bar every long job uses: tqdm on stderr, with rate and ETA."""
     from tqdm import tqdm
 
