@@ -140,7 +140,7 @@ class Grid:
             cells = wgrid.make_cells(
                 list(self.policies),
                 list(self.workloads),
-                [str(c) for c in self.congestions],
+                list(self.congestions),
                 list(self.seeds),
                 self.data_dir,
                 self.max_jobs,

@@ -137,7 +137,7 @@ def is_policy_name(name: str) -> bool:
 def run_cell(
     policy: str,
     workload: str,
-    congestion: str,
+    congestion: str | float,
     seed: int,
     data_dir: str | None = None,
     max_jobs: int | None = None,
@@ -171,7 +171,7 @@ def run_cell(
 def make_cells(
     policies: list[str],
     workloads: list[str],
-    congestions: list[str],
+    congestions: list[str | float],
     seeds: list[int],
     data_dir: str | None,
     max_jobs: int | None,
