@@ -148,3 +148,15 @@ def ddl_gym_small_trace():
     from ddl_gym.traces import synthetic_trace
 
     return synthetic_trace(seed=5, **ENV_VARIANTS["ddl_gym/Small-v0"]["trace"])
+
+
+def test_heuristic_rollout_warns_when_the_env_lacks_the_policys_settings():
+    from ddl_gym.env import heuristic_rollout
+
+    with pytest.warns(PolicyEngineWarning, match="lease_s"):
+        heuristic_rollout(gym.make("ddl_gym/Small-v0"), DallyPolicy(), seed=0)
+    env = gym.make("ddl_gym/Small-v0", **DallyPolicy().engine_kwargs())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PolicyEngineWarning)
+        _, info = heuristic_rollout(env, DallyPolicy(), seed=0)
+    assert info["summary"]["completed"] == info["summary"]["jobs"]

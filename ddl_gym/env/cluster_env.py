@@ -425,9 +425,16 @@ def heuristic_rollout(
 ) -> tuple[float, dict[str, Any]]:
     """Run a heuristic ``policy`` (``reset(view)``, ``act(view)``) through
     ``env`` with ``env.view`` and ``action_index``; returns the return and the
-    final info. Useful to compare heuristics and agents step for step."""
-    _, info = env.reset(seed=seed)
+    final info. Useful to compare heuristics and agents step for step.
+
+    The env's engine settings are fixed when it is made, so make it with the
+    policy's (``gym.make(id, **policy.engine_kwargs())``); settings that
+    differ give a ``PolicyEngineWarning``, as in ``simulate()``."""
+    from ddl_gym.engine.simulate import merge_engine_kwargs
+
     base: ClusterEnv = env.unwrapped  # type: ignore[assignment]
+    merge_engine_kwargs(policy, base._engine_kwargs, stacklevel=3)
+    _, info = env.reset(seed=seed)
     policy.reset(base.view, seed=seed)
     total = 0.0
     for _ in range(max_steps):
