@@ -98,8 +98,8 @@ def run(
     jobs = [(name, w) for name in policies for w in windows]
     for name, w in tqdm(jobs, disable=not progress, desc="simulate", unit="run"):
         policy = policies[name]()
-        extra = policy.engine_kwargs() if hasattr(policy, "engine_kwargs") else {}
-        summary = simulate(w.trace, cluster, policy, seed=w.seed, congestion=congestion, **extra)
+        # simulate() applies the policy's engine_kwargs() itself
+        summary = simulate(w.trace, cluster, policy, seed=w.seed, congestion=congestion)
         s = summary.summary
         rows.append(
             {"policy": name, "seed": w.seed, "trace": w.trace.name, "jobs": len(w.trace)}

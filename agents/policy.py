@@ -132,9 +132,40 @@ class AgentPolicy:
         return Preempt(builder.win_running[a - 1 - 3 * K].index)
 
 
-def load_policy(path: str | Path = DEFAULT_MODEL, deterministic: bool = True) -> AgentPolicy:
-    """A saved model (``.zip``) and its config as a ``Policy``."""
+def load_policy(
+    path: str | Path = DEFAULT_MODEL,
+    deterministic: bool = True,
+    *,
+    env_kwargs: dict[str, Any] | None = None,
+    env_id: str | None = None,
+) -> Any:
+    """A saved model (``.zip``) as a ``Policy`` for ``simulate()``.
+
+    * A model trained by ``ddl_gym.agents.train`` (config saved beside it):
+      ``load_policy(path)``.
+    * Your own SB3 / sb3-contrib model (``MaskablePPO`` or ``PPO``, on the
+      env's ``Dict`` observation or a flattened one): give the env it was
+      trained on, ``load_policy("my_model.zip", env_kwargs={...},
+      env_id="ddl_gym/Cluster-v0")`` (either may be omitted: the default id is
+      ``ddl_gym/Cluster-v0``, the default kwargs its registered ones). See
+      ``ddl_gym.agents.external``.
+    """
+    from ddl_gym.agents.threads import one_thread
+
+    one_thread()
+    if env_kwargs is not None or env_id is not None:
+        from ddl_gym.agents.external import load_sb3
+
+        return load_sb3(path, env_kwargs, env_id, deterministic=deterministic)
     path = Path(path)
-    config = TrainConfig.load(config_path(path))
+    try:
+        found = config_path(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(
+            f"no config (.json/.toml) found for model {path}: for a model you trained "
+            "yourself, pass the env it was trained on: load_policy(path, env_kwargs={...}, "
+            'env_id="ddl_gym/Cluster-v0")'
+        ) from None
+    config = TrainConfig.load(found)
     model = load_model(path, config.ppo.algo)
     return AgentPolicy(model, config, name=f"agent:{path.stem}", deterministic=deterministic)

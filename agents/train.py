@@ -24,10 +24,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import torch as th
 from ddl_gym.agents.config import TrainConfig
 from ddl_gym.agents.envs import describe_split, fixed_windows, make_env_fn, split_traces
 from ddl_gym.agents.policy import DEFAULT_MODEL
+from ddl_gym.agents.threads import one_thread
 from stable_baselines3.common.callbacks import (
     BaseCallback,
     CallbackList,
@@ -40,7 +40,8 @@ CKPT_PREFIX = "model"
 
 
 class TqdmCallback(BaseCallback):
-    """A tqdm progress bar over env steps (SB3's own needs ``rich``)."""
+    """A progress bar over env steps, with rate and ETA: the same tqdm bar as
+    every other long job (``ddl_gym.experiments.runner.progress_bar``)."""
 
     def __init__(self, total: int, initial: int = 0) -> None:
         super().__init__()
@@ -49,9 +50,9 @@ class TqdmCallback(BaseCallback):
         self.bar: Any = None
 
     def _on_training_start(self) -> None:
-        from tqdm.auto import tqdm
+        from ddl_gym.experiments.runner import progress_bar
 
-        self.bar = tqdm(total=self.total, initial=self.initial, unit="step", smoothing=0.1)
+        self.bar = progress_bar(self.total, "train", False, initial=self.initial, unit="step")
 
     def _on_step(self) -> bool:
         self.bar.update(self.training_env.num_envs)
@@ -61,10 +62,35 @@ class TqdmCallback(BaseCallback):
         self.bar.close()
 
 
+class PrintValidation(BaseCallback):
+    """Runs after each validation (``callback_after_eval``): prints its score
+    as it comes, above the progress bar."""
+
+    def _on_step(self) -> bool:
+        from tqdm import tqdm
+
+        ev = self.parent
+        tqdm.write(
+            f"step {self.num_timesteps:,}: validation mean return {ev.last_mean_reward:.3f} "
+            f"(best {ev.best_mean_reward:.3f})"
+        )
+        return True
+
+
+def _one_thread_env(fn):
+    """Wrap an env factory so each (sub-process) worker uses one torch thread."""
+
+    def make():
+        one_thread()
+        return fn()
+
+    return make
+
+
 def _vec_env(cfg: TrainConfig, fns: list, subproc: bool) -> VecEnv:
     if subproc:
         # fork: the workers inherit the parsed traces instead of re-pickling them
-        return SubprocVecEnv(fns, start_method="fork")
+        return SubprocVecEnv([_one_thread_env(f) for f in fns], start_method="fork")
     return DummyVecEnv(fns)
 
 
@@ -85,7 +111,7 @@ def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: boo
     """Train per ``cfg`` into ``out``; returns the best model's path."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    th.set_num_threads(1)  # the env workers own the other core(s)
+    one_thread()  # the env workers own the other core(s); see ddl_gym.agents.threads
     maskable = cfg.ppo.algo == "maskable_ppo"
     if cfg.ppo.algo not in ("maskable_ppo", "ppo"):
         raise ValueError(f"unknown algo {cfg.ppo.algo!r}")
@@ -164,6 +190,7 @@ def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: boo
             log_path=str(out / "eval"),
             deterministic=True,
             verbose=0,
+            callback_after_eval=PrintValidation() if progress else None,
         ),
     ]
     if progress:

@@ -174,7 +174,7 @@ class PriorityPreemptive:
 
 class BasePolicy:
     """What every baseline shares: a ``name``, the engine settings it needs
-    (``engine_kwargs``, merged into ``simulate`` by ``scripts/compare.py``),
+    (``engine_kwargs``, which ``simulate()`` applies),
     whether its decisions depend on the seed, and a no-op ``reset``."""
 
     name: str = "base"

@@ -86,10 +86,14 @@ def build_config(
     minibatch_size: int = 128,
     num_epochs: int = 2,
     env_runners: int = 0,
+    envs_per_runner: int = 1,
     rollout_fragment_length: int | str = "auto",
     seed: int = 0,
 ):
-    """A ``PPOConfig`` (new API stack) with the action-masking RLModule."""
+    """A ``PPOConfig`` (new API stack) with the action-masking RLModule.
+
+    ``envs_per_runner``: RLlib's multi-env path (``num_envs_per_env_runner``:
+    each env runner steps a gymnasium vector env of that many copies)."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
     from ray.rllib.examples.rl_modules.classes.action_masking_rlm import (
@@ -102,6 +106,7 @@ def build_config(
         .framework("torch")
         .env_runners(
             num_env_runners=env_runners,
+            num_envs_per_env_runner=envs_per_runner,
             rollout_fragment_length=rollout_fragment_length,
         )
         .training(
@@ -130,6 +135,35 @@ def train(config, iterations: int) -> list[dict]:
         algo.stop()
 
 
+def module_policy(module, env_config: dict[str, Any] | None = None):
+    """A trained RLModule as a ``simulate()`` policy (masked argmax of its
+    logits), on the env it was trained on: judge it beside the heuristics
+    on any trace (``ddl_gym.agents.external.EnvModelPolicy``)."""
+    import torch
+    from ddl_gym.agents.external import EnvModelPolicy
+    from ray.rllib.core.columns import Columns
+
+    cfg = dict(DEFAULT_ENV_CONFIG if env_config is None else env_config)
+    variant = cfg.pop("variant", "ddl_gym/Small-v0")
+    policy = EnvModelPolicy(lambda obs, mask: 0, cfg, env_id=variant, name="rllib-ppo")
+    space = policy.observation_space
+
+    def predict(obs: dict, mask: np.ndarray) -> int:
+        flat = spaces.flatten(space, obs).astype(np.float32)
+        batch = {
+            Columns.OBS: {
+                "action_mask": torch.as_tensor(mask.astype(np.float32))[None],
+                "observations": torch.as_tensor(flat)[None],
+            }
+        }
+        with torch.no_grad():
+            logits = module.forward_inference(batch)[Columns.ACTION_DIST_INPUTS][0].numpy()
+        return int(np.argmax(np.where(mask, logits, -np.inf)))
+
+    policy.predict = predict
+    return policy
+
+
 def episode_return(result: dict) -> float:
     return float(result.get("env_runners", {}).get("episode_return_mean", float("nan")))
 
@@ -138,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--iterations", type=int, default=5)
     ap.add_argument("--env-runners", type=int, default=0, help="0: sample in the driver")
+    ap.add_argument("--envs-per-runner", type=int, default=2, help="vectorised env copies")
     ap.add_argument("--batch", type=int, default=1024, help="train batch size")
     ap.add_argument("--variant", default="ddl_gym/Small-v0")
     ap.add_argument("--congestion", default="heavy")
@@ -157,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             train_batch_size=args.batch,
             minibatch_size=min(256, args.batch),
             env_runners=args.env_runners,
+            envs_per_runner=args.envs_per_runner,
         )
         for i, result in enumerate(train(config, args.iterations), 1):
             print(f"iteration {i}: episode return mean {episode_return(result):.3f}")

@@ -1,12 +1,14 @@
-"""Compare the baseline schedulers the way the seed paper does
-(``ddl_gym.experiments.grid``).
+"""The comparison grid: ``ddl-gym compare`` (``ddl_gym.cli.compare``), the one
+front-end. Every option of ``ddl-gym compare --help`` works here.
 
-    python scripts/compare.py                     # default workload, 3 seeds
-    python scripts/compare.py --data ../shared/data
-    python scripts/compare.py --quick             # CI: seconds
+    python scripts/compare.py -s default --quick
+    python scripts/compare.py --data ../shared/data --processes 2   # every data workload
+    python scripts/compare.py --resume runs/<run>                   # finish an interrupted run
 """
 
-from ddl_gym.experiments.grid import main
+import sys
+
+from ddl_gym.cli.main import main
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(["compare", *sys.argv[1:]]))

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Set up (scripts/setup.sh) and run the main job: every baseline scheduler and
 # the shipped learned agent on the bundled default workload (seed64, three
-# congestion levels, three seeds). Extra args go to scripts/compare.py.
+# congestion levels, seeds 0-2), on two processes, as `ddl-gym compare`.
+# With arguments, runs `ddl-gym compare ARGS` instead (e.g. --resume runs/X,
+# --data ../shared/data --processes 2, -s small). Ctrl-C keeps finished cells.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python scripts/compare.py "$@"
+if [ "$#" -eq 0 ]; then
+  set -- --workloads default --policies all,agent --seeds 0-2 --processes 2
+fi
+exec .venv/bin/ddl-gym compare "$@"

@@ -1,40 +1,60 @@
-"""scripts/compare.py (ddl_gym.experiments.grid): the --quick preset writes every output."""
+"""The one comparison front-end (``ddl-gym compare``; ``scripts/compare.py``
+and ``scripts/run.sh`` call it): named-workload grids, Ctrl-C, --resume."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from ddl_gym.baselines import POLICY_NAMES
 
 ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def test_quick_compare_writes_tables_csv_and_plots(tmp_path):
-    out = tmp_path / "compare"
+def compare(*args: str, script: bool = False, check: bool = True) -> subprocess.CompletedProcess:
+    cmd = [str(ROOT / "scripts" / "compare.py")] if script else ["-m", "ddl_gym.cli", "compare"]
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "compare.py"), "--quick", "--out", str(out)],
+        [sys.executable, *cmd, *args],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=ROOT,
+        env=ENV,
     )
-    assert proc.returncode == 0, proc.stderr
-    for name in ("cells.csv", "summary.csv", "improvement.csv", "tables.md"):
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def test_script_is_the_cli_front_end_and_writes_workload_tables(tmp_path):
+    # scripts/compare.py takes `ddl-gym compare`'s options (comma lists,
+    # --seeds as a list or range, `all` and `agent` policies)
+    proc = compare(
+        "--workloads", "default", "--quick", "--policies", "all,agent",
+        "--congestions", "none,heavy", "--jobs", "30", "--seeds", "0-1",
+        "--out", str(tmp_path), "--name", "q", "--no-progress",
+        script=True,
+    )  # fmt: skip
+    out = tmp_path / "q"
+    for name in ("summary.csv", "means.csv", "improvement.csv", "tables.md", "report.md"):
         assert (out / name).is_file(), name
-    assert (out / "jct_cdf_default.png").stat().st_size > 0
     assert (out / "bars_default.png").stat().st_size > 0
-    table = proc.stdout
-    # every baseline and the shipped learned agent, side by side
     expected = [*POLICY_NAMES, "agent"]
     for policy in expected:
-        assert f"| {policy} |" in table, policy
-    assert "dally vs best of tiresias/gandiva" in table
-    cells = pd.read_csv(out / "cells.csv")
+        assert f"| {policy} |" in proc.stdout, policy
+    assert "dally vs best of tiresias/gandiva" in proc.stdout
+    cells = pd.read_csv(out / "summary.csv")
     assert set(cells["policy"]) == set(expected)
-    assert (cells["completed"] == cells["jobs"]).all()
+    assert (cells["completed"] == cells["jobs"]).all() and (cells["jobs"] == 30).all()
+    # the synthetic workload varies with the seed: every policy runs both
+    assert len(cells) == len(expected) * 2 * 2
 
 
 def test_run_cell_is_a_pure_function():
@@ -48,13 +68,78 @@ def test_run_cell_is_a_pure_function():
     }
 
 
-def test_unknown_policy_is_a_clear_error(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "compare.py"), "--policies", "nope"],
-        capture_output=True,
-        text=True,
-        timeout=120,
+def test_dally_cells_get_leases_from_the_policy():
+    """simulate() applies the policy's engine_kwargs(): no caller passes them."""
+    from ddl_gym.experiments.grid import run_cell
+
+    dally = run_cell("dally", "default", "heavy", 0, max_jobs=80)
+    delay_only = run_cell("dally-delay", "default", "heavy", 0, max_jobs=80)
+    assert dally["preemptions"] > 0 and delay_only["preemptions"] == 0
+
+
+def test_bad_names_are_clear_errors():
+    for args, text in (
+        (["--policies", "nope"], "unknown policy 'nope'"),
+        (["--workloads", "seed-1proc-week"], "unknown workloads"),
+        (["--seeds", "3-1"], "--seeds"),
+    ):
+        proc = compare(*args, "--no-save", script=True, check=False)
+        assert proc.returncode == 2 and text in proc.stderr, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+
+
+GRID = ["-s", "default", "--policies", "fifo,tiresias", "--seeds", "0-5"]
+GRID += ["--congestions", "heavy", "--no-progress"]
+
+
+def _interrupt_after_first_cell(args: list[str], cells: Path) -> subprocess.CompletedProcess:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ddl_gym.cli", "compare", *args],
         cwd=ROOT,
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # a shell's background job ignores SIGINT; give the child Python's usual Ctrl-C
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    assert proc.returncode == 2 and "unknown policy 'nope'" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    deadline = time.time() + 120
+    while time.time() < deadline and not (cells.is_dir() and any(cells.glob("*.json"))):
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_interrupted_run_resumes_to_the_uninterrupted_table(tmp_path, processes):
+    full = compare(*GRID, "--out", str(tmp_path), "--name", "full")
+    assert full.returncode == 0
+
+    args = [*GRID, "--processes", processes, "--out", str(tmp_path), "--name", "cut"]
+    cut = _interrupt_after_first_cell(args, tmp_path / "cut" / "cells")
+    assert cut.returncode == 130, (cut.stdout, cut.stderr)
+    assert "Traceback" not in cut.stderr and "KeyboardInterrupt" not in cut.stderr
+    finished = len(list((tmp_path / "cut" / "cells").glob("*.json")))
+    n = 2 * 6
+    assert 1 <= finished < n, "the interrupt came too late to test resuming"
+    assert f"--resume {tmp_path / 'cut'}" in cut.stdout
+    assert len(pd.read_csv(tmp_path / "cut" / "summary.csv")) == finished
+
+    resumed = compare("--resume", str(tmp_path / "cut"), "--no-progress")
+    assert f"{finished} of {n} cells already finished" in resumed.stdout
+    for table in ("summary", "jobs"):
+        # wall_s: the cell's own run time, the one column that may differ
+        a = pd.read_csv(tmp_path / "full" / f"{table}.csv").drop(columns="wall_s", errors="ignore")
+        b = pd.read_csv(tmp_path / "cut" / f"{table}.csv").drop(columns="wall_s", errors="ignore")
+        pd.testing.assert_frame_equal(a, b)
+    report = (tmp_path / "cut" / "report.md").read_text()
+    assert "(interrupted)" not in report and "Interrupted:" not in report
+
+
+def test_resume_refuses_another_grids_cells(tmp_path):
+    compare("-s", "small", "--policies", "fifo", "--out", str(tmp_path), "--name", "r")
+    config = tmp_path / "r" / "config.toml"
+    config.write_text(config.read_text().replace('policies = ["fifo"]', 'policies = ["dally"]'))
+    proc = compare("--resume", str(tmp_path / "r"), check=False)
+    assert proc.returncode == 2 and "resume a run with the settings" in proc.stderr

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -188,9 +187,10 @@ def add_output_args(p: argparse.ArgumentParser) -> None:
 
 @contextmanager
 def progress(total: int | None, desc: str, disable: bool, unit: str = "it") -> Iterator[Any]:
-    from tqdm import tqdm
+    """The one progress bar of long jobs (``ddl_gym.experiments.runner.progress_bar``)."""
+    from ddl_gym.experiments.runner import progress_bar
 
-    bar = tqdm(total=total, desc=desc, unit=unit, disable=disable, file=sys.stderr, leave=False)
+    bar = progress_bar(total, desc, disable, unit=unit)
     try:
         yield bar
     finally:

@@ -1,21 +1,25 @@
-"""``ddl-gym compare``: the policy x congestion x seed grid on a scenario's
-workload, locally or as Ray tasks.
+"""``ddl-gym compare``: the one comparison front-end (``scripts/compare.py``
+and ``scripts/run.sh`` call it too).
 
-Each cell is a pure function of plain data (``grid_cells``), so the local
-and the Ray backend give identical tables. Every finished cell is written to
-``<run>/cells/`` at once; on Ctrl-C the run folder gets the table, plots and
-report of what finished and the command exits 130.
+Two kinds of grid, one set of options:
+
+* a scenario's workload (``-s NAME|FILE``): policies x congestion levels x
+  seeds on it (scenario cells, ``ddl_gym.experiments.cells``);
+* named workloads (``--workloads default,seed-week`` or ``--data [DIR]`` for
+  every workload of the data dir: the seed's traces, Philly, Pollux), each on
+  its own cluster (``ddl_gym.experiments.grid``), with per-workload tables of
+  Dally's improvement over the better of Tiresias and Gandiva (``tables.md``).
+
+Cells run in this process, on ``--processes N`` processes or as Ray tasks;
+every finished cell is written to ``<run>/cells/`` at once. On Ctrl-C the run
+folder gets the table, plots and report of what finished and the command exits
+130; ``--resume RUN_DIR`` runs the cells still missing and finishes the
+folder as an uninterrupted run would have.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
-import signal
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,44 +34,87 @@ from ddl_gym.cli.common import (
     headline,
     pick,
     policy_names,
-    progress,
     resolve_scenario,
     split_list,
     text_table,
 )
+from ddl_gym.experiments.ray_backend import RayUnavailable
+from ddl_gym.experiments.runner import KEYS, CellStore, Plan, frames, run_plan
 from ddl_gym.report.run_folder import RunData, finish_run, new_run_dir, write_config
 from ddl_gym.scenarios import Scenario
 from ddl_gym.traces import find_data_dir
 
-KEYS = ("policy", "workload", "congestion", "seed")
 QUICK_POLICIES = ("fifo", "consolidation", "dally")
+QUICK_JOBS = 60  # --quick on named workloads: the first 60 jobs of each
+ALL = "all"  # in --policies: every baseline
+AGENT = "agent"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "compare",
-        help="the policy x congestion x seed grid on one workload",
-        description="Run every policy under every congestion level and seed on the scenario's "
-        "workload; print the summary table and write a run folder (cells as they finish, "
-        "summary, per-job table, plots, report.md). Ctrl-C keeps what finished.",
+        help="the policy x workload x congestion x seed grid",
+        description="Run every policy under every congestion level and seed on a scenario's "
+        "workload (-s) or on named workloads (--workloads, --data); print the table and write "
+        "a run folder (cells as they finish, summary, per-job table, plots, report.md). "
+        "Ctrl-C keeps what finished; --resume finishes an interrupted run.",
         epilog=epilog(
             "ddl-gym compare -s small                     # the scenario's policies/levels/seeds",
-            "ddl-gym compare -s default --quick           # 3 policies, 1 seed",
+            "ddl-gym compare -s default --quick           # fifo, consolidation, dally; seed 0",
             "ddl-gym compare -s seed-week-heavy --policies fifo,dally --congestions none,heavy",
+            "ddl-gym compare --workloads default --policies all,agent --seeds 0-2 --processes 2",
+            "ddl-gym compare --data ../shared/data --processes 2   # every data workload",
             "ddl-gym compare -s default --seeds 0,1,2 --backend ray",
             "ddl-gym compare -s default --backend ray --address ray://head:10001",
             "ddl-gym compare --config runs/x/config.toml  # repeat a comparison",
+            "ddl-gym compare --resume runs/x              # finish an interrupted one",
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_scenario_args(p)
-    p.add_argument("--policies", help="comma-separated policy names (default: scenario's, or all)")
-    p.add_argument("--congestions", help="comma-separated congestion levels")
-    p.add_argument("--seeds", help="comma-separated seeds")
-    p.add_argument("--quick", action="store_true", help=f"{', '.join(QUICK_POLICIES)}; seed 0")
-    p.add_argument("--backend", choices=["local", "ray"], help="where cells run (default: local)")
-    p.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
-    p.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default: all)")
+    g = p.add_argument_group("grid")
+    g.add_argument(
+        "--policies",
+        help=f"comma-separated: baseline names, '{ALL}' (every baseline), '{AGENT}' (the "
+        f"shipped model) or '{AGENT}:PATH' (default: the scenario's, else every baseline)",
+    )
+    g.add_argument("--congestions", help="comma-separated congestion levels")
+    g.add_argument("--seeds", help="comma-separated seeds or ranges, e.g. 0,1,2 or 0-2")
+    g.add_argument(
+        "--workloads",
+        help="comma-separated named workloads, each on its own cluster "
+        "(default with --data: every data workload); see ddl_gym.experiments.grid.WORKLOADS",
+    )
+    g.add_argument(
+        "--data",
+        nargs="?",
+        const="auto",
+        metavar="DIR",
+        help="the data dir with traces/ (default: ../shared/data or $DDL_GYM_DATA); "
+        "alone: every data workload",
+    )
+    g.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"{', '.join(QUICK_POLICIES)} (unless --policies); first seed; named workloads "
+        f"cut to {QUICK_JOBS} jobs",
+    )
+    r = p.add_argument_group("running")
+    r.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="local worker processes (default: 1; cells are independent)",
+    )
+    r.add_argument("--backend", choices=["local", "ray"], help="where cells run (default: local)")
+    r.add_argument("--address", help="Ray cluster address (default: start a local Ray)")
+    r.add_argument("--num-cpus", type=int, help="CPUs of the local Ray (default: all)")
+    r.add_argument(
+        "--resume",
+        type=Path,
+        metavar="RUN_DIR",
+        help="finish an interrupted compare run folder: run only its missing cells",
+    )
     add_output_args(p)
     p.set_defaults(func=run)
 
@@ -75,63 +122,82 @@ def register(sub: argparse._SubParsersAction) -> None:
 # -- the grid -------------------------------------------------------------------
 @dataclass(frozen=True)
 class Grid:
+    """What a compare run sweeps. ``workloads`` None: the scenario's workload."""
+
     scenario: Scenario
     policies: tuple[str, ...]
     congestions: tuple[str | float, ...]
     seeds: tuple[int, ...]
+    workloads: tuple[str, ...] | None = None
+    data_dir: str | None = None
+    max_jobs: int | None = None
 
-    def plan(self) -> tuple[Callable[..., dict[str, Any]], list[dict[str, Any]]]:
-        """The cell function and its cells (keyword arguments), in order.
+    def plan(self) -> Plan:
+        """The cell function and its cells (keyword arguments), in table order."""
+        from ddl_gym.experiments import grid as wgrid
 
-        Scenarios that are one of scripts/compare.py's workloads on its
-        cluster, with no engine overrides, run its ``run_cell`` (so the CLI
-        and the comparison script give the same numbers); any other scenario
-        (own cluster, fabric, engine settings, synthetic or file workload)
-        runs ``cli_record.compare_cell``, which simulates the same way.
-        """
+        if self.workloads is not None:
+            cells = wgrid.make_cells(
+                list(self.policies),
+                list(self.workloads),
+                list(self.congestions),
+                list(self.seeds),
+                self.data_dir,
+                self.max_jobs,
+            )
+            return Plan(wgrid.run_cell, cells)
         order = [(c, p, s) for c in self.congestions for p in self.policies for s in self.seeds]
         workload = compare_workload(self.scenario)
         if workload is not None:
-            from ddl_gym.experiments import grid as compare
-
+            # one of the named workloads on its cluster: the same cells (and
+            # numbers) as `--workloads NAME`
             data = find_data_dir()
             extra = {"data_dir": str(data) if data else None, "max_jobs": self.scenario.jobs}
             cells = [
                 {"policy": p, "workload": workload, "congestion": c, "seed": s, **extra}
                 for c, p, s in order
             ]
-            return compare.run_cell, cells
+            return Plan(wgrid.run_cell, cells)
         from ddl_gym.experiments.cells import compare_cell
 
         data = self.scenario.to_dict()
         cells = [{"scenario": data, "policy": p, "congestion": c, "seed": s} for c, p, s in order]
-        return compare_cell, cells
+        return Plan(compare_cell, cells)
 
-    def cells(self) -> list[dict[str, Any]]:
-        return self.plan()[1]
+    def run_settings(self, backend: str) -> dict[str, Any]:
+        """The config file's ``[run]`` table: enough to repeat or resume."""
+        out: dict[str, Any] = {
+            "command": "compare",
+            "policies": list(self.policies),
+            "congestions": list(self.congestions),
+            "seeds": list(self.seeds),
+            "backend": backend,
+        }
+        if self.workloads is not None:
+            out["workloads"] = list(self.workloads)
+            if self.data_dir is not None:
+                out["data"] = self.data_dir
+            if self.max_jobs is not None:
+                out["max_jobs"] = self.max_jobs
+        return out
 
 
-# scenario workload -> scripts/compare.py workload of the same trace
-COMPARE_WORKLOADS = {
-    "default": "default",
-    "seed-week": "seed-1proc-week",
-    "philly-week": "philly-week",
-}
+# scenario workload -> the named workload of the same trace
+COMPARE_WORKLOADS = {"default": "default", "seed-week": "seed-week", "philly-week": "philly-week"}
 
 
 def compare_workload(scenario: Scenario) -> str | None:
-    """scripts/compare.py's name for the scenario's setting, if it has one."""
-    try:
-        from ddl_gym.experiments import grid as compare
-    except ImportError:
-        return None
+    """The named workload (``grid.WORKLOADS``) a scenario is, if it is one
+    on that workload's cluster with no engine overrides."""
+    from ddl_gym.experiments import grid as wgrid
+
     overrides = (scenario.fabric, scenario.lease_s, scenario.tick_s)
     if any(v is not None for v in overrides) or scenario.restore_s_per_gpu is not None:
         return None
     if scenario.clairvoyant is not None:
         return None
     name = COMPARE_WORKLOADS.get(scenario.trace)
-    workload = compare.WORKLOADS.get(name) if name else None
+    workload = wgrid.WORKLOADS.get(name) if name else None
     if workload is None or workload.cluster != scenario.cluster:
         return None
     return name
@@ -144,169 +210,219 @@ def _as_congestion(text: str) -> str | float:
         return text
 
 
+def parse_seeds(text: str) -> list[int]:
+    """``"0,1,2"``, ``"0-2"`` or a mix (``"0-2,7"``)."""
+    seeds: list[int] = []
+    for item in split_list(text) or []:
+        lo, dash, hi = item.partition("-")
+        try:
+            if dash and lo:
+                a, b = int(lo), int(hi)
+                if b < a:
+                    raise ValueError
+                seeds.extend(range(a, b + 1))
+            else:
+                seeds.append(int(item))
+        except ValueError:
+            raise CliError(f"--seeds must be integers or ranges like 0-2, got {text!r}") from None
+    return seeds
+
+
+def parse_policies(text: str | None, known: list[str]) -> list[str] | None:
+    from ddl_gym.experiments.grid import agent_available, is_policy_name
+
+    items = split_list(text)
+    if items is None:
+        return None
+    out: list[str] = []
+    for name in items:
+        if name == ALL:
+            out.extend(known)
+        elif not is_policy_name(name):
+            raise CliError(
+                f"unknown policy {name!r}; known: {', '.join(known)}, {ALL}, {AGENT}[:PATH]"
+            )
+        elif name == AGENT and not agent_available():
+            raise CliError(
+                "policy 'agent' needs the agents extra (torch, stable-baselines3, sb3-contrib)"
+                " and the shipped model: pip install 'ddl-gym[agents]'"
+            )
+        else:
+            out.append(name)
+    return list(dict.fromkeys(out))
+
+
+def _data_dir(text: str | None, run: dict[str, Any]) -> str | None:
+    text = text if text is not None else run.get("data")
+    if text is None:
+        found = find_data_dir()
+        return str(found.resolve()) if found else None
+    found = find_data_dir() if text == "auto" else Path(text)
+    if found is None or not Path(found).is_dir():
+        raise CliError(f"data dir not found: {text} (give --data DIR or set $DDL_GYM_DATA)")
+    return str(Path(found).resolve())
+
+
 def choose_grid(args: argparse.Namespace, scenario: Scenario, run: dict) -> Grid:
+    from ddl_gym.experiments import grid as wgrid
+
     known = policy_names()
-    policies = split_list(args.policies) or run.get("policies") or list(scenario.policies)
+    policies = parse_policies(args.policies, known) or run.get("policies")
+    policies = policies or list(scenario.policies)
     if not policies:
         policies = [p for p in QUICK_POLICIES if p in known] if args.quick else known
-    unknown = [p for p in policies if p not in known]
+    unknown = [p for p in policies if not wgrid.is_policy_name(p)]
     if unknown:
         raise CliError(f"unknown policies {unknown}; known: {', '.join(known)}")
+
+    workloads = split_list(args.workloads) or run.get("workloads")
+    if workloads is None and args.data is not None:
+        workloads = [w.name for w in wgrid.DATA_WORKLOADS]
+    data_dir = max_jobs = None
+    if workloads is not None:
+        bad = [w for w in workloads if w not in wgrid.WORKLOADS]
+        if bad:
+            raise CliError(f"unknown workloads {bad}; known: {', '.join(wgrid.WORKLOADS)}")
+        data_dir = _data_dir(args.data, run)
+        if data_dir is None and any(wgrid.WORKLOADS[w].path for w in workloads):
+            raise CliError("these workloads need the data dir: give --data DIR")
+        max_jobs = args.jobs if args.jobs is not None else run.get("max_jobs")
+        if args.quick and max_jobs is None:
+            max_jobs = QUICK_JOBS
+
     levels = split_list(args.congestions)
-    congestions = (
-        [_as_congestion(c) for c in levels]
-        if levels
-        else run.get("congestions") or list(scenario.grid_congestions)
-    )
-    seeds_text = split_list(args.seeds)
-    try:
-        seeds = (
-            [int(s) for s in seeds_text] if seeds_text else run.get("seeds") or list(scenario.seeds)
-        )
-    except ValueError:
-        raise CliError(f"--seeds must be integers, got {args.seeds!r}") from None
-    if args.quick and not seeds_text:
-        seeds = seeds[:1]
+    if levels:
+        congestions = [_as_congestion(c) for c in levels]
+    elif run.get("congestions"):
+        congestions = list(run["congestions"])
+    elif workloads is not None:
+        congestions = list(wgrid.CONGESTIONS)
+    else:
+        congestions = list(scenario.grid_congestions)
+    if args.seeds is not None:
+        seeds = parse_seeds(args.seeds)
+    else:
+        seeds = [int(s) for s in run.get("seeds") or scenario.seeds]
+        if args.quick:
+            seeds = seeds[:1]
     # validate the levels now, not in the middle of the grid
     scenario.replace(congestions=tuple(congestions), seeds=tuple(seeds))
-    return Grid(scenario, tuple(policies), tuple(congestions), tuple(seeds))
+    return Grid(
+        scenario,
+        tuple(policies),
+        tuple(congestions),
+        tuple(seeds),
+        tuple(workloads) if workloads is not None else None,
+        data_dir,
+        max_jobs,
+    )
 
 
-# -- running ----------------------------------------------------------------------
-def _cell_file(folder: Path, i: int, cell: dict[str, Any]) -> Path:
-    return folder / "cells" / f"{i:04d}-{cell['policy']}-{cell['congestion']}-{cell['seed']}.json"
+# -- output -----------------------------------------------------------------------
+def write_workload_tables(done: dict[int, dict[str, Any]], grid: Grid, folder: Path | None) -> str:
+    """Per-workload markdown tables (means over seeds, Dally vs the better of
+    Tiresias and Gandiva); written to ``tables.md`` / ``means.csv`` /
+    ``improvement.csv`` and, with matplotlib, ``bars_<w>.png`` /
+    ``jct_cdf_<w>.png``."""
+    from ddl_gym.experiments import grid as wgrid
 
-
-def _clean(value: Any) -> Any:
-    return None if isinstance(value, float) and math.isnan(value) else value
-
-
-@contextmanager
-def deferred_interrupt() -> Iterator[None]:
-    """Hold a Ctrl-C until the block is done, then raise it."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if caught:
-        raise KeyboardInterrupt
-
-
-def run_grid(
-    grid: Grid,
-    backend: str,
-    *,
-    address: str | None,
-    num_cpus: int | None,
-    folder: Path | None,
-    show_progress: bool,
-) -> tuple[dict[int, dict[str, Any]], bool]:
-    """Run every cell; returns the finished ones by index and whether all did."""
-    fn, cells = grid.plan()
-    done: dict[int, dict[str, Any]] = {}
+    cells = [done[i] for i in sorted(done)]
+    table = pd.DataFrame([{k: v for k, v in r.items() if k != "jct_s"} for r in cells])
+    means = wgrid.summarise(table)
+    imp = wgrid.improvement(means)
+    workloads = [w for w in (grid.workloads or ()) if w in set(means["workload"])]
+    text = "\n".join(wgrid.markdown(means, imp, w) for w in workloads)
     if folder is not None:
-        (folder / "cells").mkdir(exist_ok=True)
-    with progress(len(cells), f"compare ({backend})", not show_progress, unit="cell") as bar:
-
-        def finished(i: int, result: dict[str, Any]) -> None:
-            # a Ctrl-C here would leave a cell on disk but not in the table
-            with deferred_interrupt():
-                if folder is not None:
-                    row = {
-                        k: _clean(v) for k, v in result.items() if k not in ("job_table", "jct_s")
-                    }
-                    _cell_file(folder, i, cells[i]).write_text(json.dumps(row, indent=1))
-                done[i] = result
-                bar.update()
-
+        means.to_csv(folder / "means.csv", index=False)
+        imp.to_csv(folder / "improvement.csv", index=False)
+        note = (
+            "Values are means over seeds (deterministic policies on fixed traces run once). "
+            "Engine: every policy with its own engine_kwargs() (restore 1 s per GPU, gandiva "
+            "0; dally, dally-1-2 and dally-6-12 with 20 s leases).\n\n"
+        )
+        (folder / "tables.md").write_text(note + text)
         try:
-            if backend == "ray":
-                from ddl_gym.experiments.ray_backend import RayUnavailable, run_cells
-
-                try:
-                    run_cells(fn, cells, address=address, num_cpus=num_cpus, on_result=finished)
-                except RayUnavailable as err:
-                    raise CliError(str(err)) from None
-            else:
-                for i, cell in enumerate(cells):
-                    finished(i, fn(**cell))
-        except KeyboardInterrupt:
-            return done, False
-    return done, True
-
-
-def frames(done: dict[int, dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """Summary (cell order) and per-job table of the finished cells."""
-    rows, jobs = [], []
-    for i in sorted(done):
-        result = dict(done[i])
-        job_table = result.pop("job_table", None)
-        jct = result.pop("jct_s", None)  # scripts/compare.py's cells carry JCTs only
-        if job_table is None and jct is not None:
-            job_table = {"jct_s": list(jct)}
-        rows.append(result)
-        if job_table is not None:
-            df = pd.DataFrame(job_table)
-            for pos, key in enumerate(k for k in KEYS if k in result):
-                df.insert(pos, key, result[key])
-            jobs.append(df)
-    summary = pd.DataFrame(rows)
-    return summary, (pd.concat(jobs, ignore_index=True) if jobs else None)
+            from ddl_gym.report.plots import plot_compare
+        except ImportError:  # matplotlib is the plots extra
+            pass
+        else:
+            plot_compare(cells, means, folder)
+    return text
 
 
 def run(args: argparse.Namespace) -> int:
+    folder: Path | None = None
+    if args.resume is not None:
+        if args.scenario is not None or args.config is not None:
+            raise CliError("--resume takes its settings from RUN_DIR/config.toml; drop -s/--config")
+        if args.no_save:
+            raise CliError("--resume writes into RUN_DIR; drop --no-save")
+        folder = Path(args.resume)
+        args.config = folder / "config.toml"
+        if not args.config.is_file():
+            raise CliError(f"{folder}: not a compare run folder (no config.toml)")
     chosen = resolve_scenario(args, "compare")
     scenario = chosen.scenario
     grid = choose_grid(args, scenario, chosen.run)
     backend = pick(args.backend, chosen.run, "backend", "local")
     if args.address and backend != "ray":
         raise CliError("--address needs --backend ray")
-    n = len(grid.cells())
+    if args.processes < 1:
+        raise CliError(f"--processes must be at least 1, got {args.processes}")
+    plan = grid.plan()
+    n = len(plan)
+    what = f"{len(grid.workloads)} workloads" if grid.workloads is not None else scenario.name
     print(
-        f"compare on {scenario.name}: {len(grid.policies)} policies x {len(grid.congestions)} "
-        f"congestion levels x {len(grid.seeds)} seeds = {n} cells ({backend})"
+        f"compare on {what}: {len(grid.policies)} policies x {len(grid.congestions)} "
+        f"congestion levels x {len(grid.seeds)} seeds = {n} cells ({backend})",
+        flush=True,
     )
-    folder = None
-    config = {
-        **scenario.to_dict(),
-        "run": {
-            "command": "compare",
-            "policies": list(grid.policies),
-            "congestions": list(grid.congestions),
-            "seeds": list(grid.seeds),
-            "backend": backend,
-        },
-    }
-    if not args.no_save:
+    config = {**scenario.to_dict(), "run": grid.run_settings(backend)}
+    store = None
+    done: dict[int, dict[str, Any]] = {}
+    if folder is not None:
+        store = CellStore(folder)
+        try:
+            done = store.load(plan.cells)
+        except ValueError as err:
+            raise CliError(str(err)) from None
+        print(f"resuming {folder}: {len(done)} of {n} cells already finished", flush=True)
+    elif not args.no_save:
         folder = new_run_dir(args.out, args.name, f"compare-{scenario.name}")
         write_config(folder, config)
-    done, complete = run_grid(
-        grid,
-        backend,
-        address=args.address,
-        num_cpus=args.num_cpus,
-        folder=folder,
-        show_progress=not args.no_progress,
-    )
+        store = CellStore(folder)
+    workers = args.processes if backend == "local" else 1
+    try:
+        done, complete = run_plan(
+            plan,
+            backend=backend,
+            processes=workers,
+            store=store,
+            done=done,
+            address=args.address,
+            num_cpus=args.num_cpus,
+            show_progress=not args.no_progress,
+        )
+    except RayUnavailable as err:
+        raise CliError(str(err)) from None
     if not done:
         print("no cell finished")
         return 0 if complete else 130
     summary, jobs = frames(done)
     table = headline(summary, KEYS)
-    print(text_table(table))
+    if grid.workloads is not None:
+        print(write_workload_tables(done, grid, folder))
+    else:
+        print(text_table(table))
     if not complete:
-        print(f"interrupted: {len(done)} of {n} cells finished")
+        hint = f"; continue with: ddl-gym compare --resume {folder}" if folder else ""
+        print(f"interrupted: {len(done)} of {n} cells finished{hint}")
     if folder is not None:
         cluster = scenario.build_cluster()
         run_data = RunData(summary=summary, jobs=jobs, num_gpus=cluster.num_gpus)
         if not complete:
             run_data.notes.append(f"Interrupted: {len(done)} of {n} cells finished.")
-        title = f"compare on {scenario.name}" + ("" if complete else " (interrupted)")
+        title = f"compare on {what}" + ("" if complete else " (interrupted)")
         report = finish_run(folder, title, config, run_data, table)
         print(f"wrote {folder}/ (report: {report})")
     return 0 if complete else 130

@@ -5,7 +5,7 @@ from ddl_gym.engine.engine import Engine, StalledError
 from ddl_gym.engine.job import Job, Status
 from ddl_gym.engine.metrics import JOB_COLUMNS, Result, summarize
 from ddl_gym.engine.policy import Policy
-from ddl_gym.engine.simulate import run_policy, simulate
+from ddl_gym.engine.simulate import PolicyEngineWarning, run_policy, simulate
 from ddl_gym.engine.view import EngineView
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "Job",
     "Place",
     "Policy",
+    "PolicyEngineWarning",
     "Preempt",
     "Result",
     "StalledError",

@@ -6,20 +6,64 @@ view reads the engine, so the imports run one way (engine <- view <- simulate).
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
 from ddl_gym.engine.actions import WAIT, Wait
 from ddl_gym.engine.engine import Engine
 from ddl_gym.engine.metrics import Result
 from ddl_gym.engine.view import EngineView
 
 
+class PolicyEngineWarning(UserWarning):
+    """A caller's engine setting contradicts what the policy asks for."""
+
+
+def policy_engine_kwargs(policy: Any) -> dict[str, Any]:
+    """The engine settings ``policy`` needs (``policy.engine_kwargs()``; none
+    when it has no such method)."""
+    get = getattr(policy, "engine_kwargs", None)
+    return dict(get()) if callable(get) else {}
+
+
+def merge_engine_kwargs(
+    policy: Any, explicit: Mapping[str, Any], *, stacklevel: int = 3
+) -> dict[str, Any]:
+    """The policy's engine settings overridden by the caller's ``explicit`` ones.
+
+    A policy's requirements travel with it (Dally's leases drive its
+    preemption layer; without them it silently becomes another scheduler), so
+    they are applied by default. An explicit value that differs from the
+    policy's wins (ablations such as "Dally without leases" stay possible) but
+    gives a :class:`PolicyEngineWarning` naming both values, so it is never
+    silent. Filter the warning to make a deliberate override quiet.
+    """
+    wanted = policy_engine_kwargs(policy)
+    for key, value in explicit.items():
+        if key in wanted and wanted[key] != value:
+            name = getattr(policy, "name", type(policy).__name__)
+            warnings.warn(
+                f"{key}={value!r} overrides {name}'s {key}={wanted[key]!r} "
+                "(its engine_kwargs()); the policy may not behave as designed",
+                PolicyEngineWarning,
+                stacklevel=stacklevel,
+            )
+    return {**wanted, **explicit}
+
+
 def simulate(trace, cluster, policy, seed: int | None = 0, **engine_kwargs) -> Result:
     """Simulate ``trace`` on ``cluster`` with ``policy`` and return the ``Result``.
 
-    ``engine_kwargs`` go to ``Engine`` (congestion, lease_s, tick_s,
-    restore_s_per_gpu, clairvoyant, record_series). ``seed`` seeds the policy;
-    the engine itself is deterministic.
+    The engine runs with the policy's own settings (``policy.engine_kwargs()``,
+    e.g. Dally's 20 s leases, Gandiva's free migration) plus ``engine_kwargs``
+    (congestion, lease_s, tick_s, restore_s_per_gpu, clairvoyant,
+    record_series). An explicit value that contradicts the policy's wins and
+    warns (:class:`PolicyEngineWarning`). ``seed`` seeds the policy; the
+    engine itself is deterministic.
     """
-    engine = Engine(trace, cluster, **engine_kwargs)
+    kwargs = merge_engine_kwargs(policy, engine_kwargs)
+    engine = Engine(trace, cluster, **kwargs)
     policy.reset(EngineView(engine), seed=seed)
     run_policy(engine, policy)
     return engine.result()

@@ -180,7 +180,7 @@ class ClusterEnv(gym.Env):
     * ``clairvoyant``: whether remaining work is observable.
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
 
     def __init__(
         self,
@@ -216,7 +216,10 @@ class ClusterEnv(gym.Env):
         if window_s is not None and not window_s > 0:
             raise ValueError(f"window_s must be positive, got {window_s}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"unsupported render_mode {render_mode!r}")
+            raise ValueError(
+                f"unsupported render_mode {render_mode!r}; "
+                f"supported: {', '.join(self.metadata['render_modes'])}"
+            )
         self.render_mode = render_mode
         self.cluster = get_cluster(cluster, fabric)
         self.K, self.M = int(K), int(M)
@@ -395,15 +398,26 @@ class ClusterEnv(gym.Env):
         """The engine action discrete action ``index`` stands for now."""
         return self._codec.engine_action(index, self._obs)
 
-    def render(self) -> str | None:
-        if self.render_mode != "ansi" or self.engine is None:
+    def render(self) -> str | np.ndarray | None:
+        """Gymnasium's render API (the mode is fixed at construction):
+
+        * ``"rgb_array"``: an ``(H, W, 3)`` uint8 frame, one row of GPU cells
+          per server grouped by rack, each busy GPU in its job's colour, with
+          bars of GPUs in use and GPUs asked by the queue
+          (``ddl_gym.env.render.rgb_frame``); what SB3's ``make_vec_env``
+          asks for and video recorders save;
+        * ``"ansi"``: the same state as text (time, counts, one line per server);
+        * ``None``: nothing.
+
+        Before ``reset()`` there is no cluster state: returns None.
+        """
+        if self.render_mode is None or self.engine is None:
             return None
-        e = self.engine
-        c = self.cluster
-        return (
-            f"t={e.now:.1f}s used={c.num_gpus - e.total_free}/{c.num_gpus} GPUs "
-            f"pending={len(e.pending)} running={len(e.running)} done={e.n_done}/{len(e.jobs)}"
-        )
+        from ddl_gym.env.render import ansi_text, rgb_frame
+
+        if self.render_mode == "rgb_array":
+            return rgb_frame(self.engine)
+        return ansi_text(self.engine)
 
 
 def heuristic_rollout(
@@ -411,9 +425,16 @@ def heuristic_rollout(
 ) -> tuple[float, dict[str, Any]]:
     """Run a heuristic ``policy`` (``reset(view)``, ``act(view)``) through
     ``env`` with ``env.view`` and ``action_index``; returns the return and the
-    final info. Useful to compare heuristics and agents step for step."""
-    _, info = env.reset(seed=seed)
+    final info. Useful to compare heuristics and agents step for step.
+
+    The env's engine settings are fixed when it is made, so make it with the
+    policy's (``gym.make(id, **policy.engine_kwargs())``); settings that
+    differ give a ``PolicyEngineWarning``, as in ``simulate()``."""
+    from ddl_gym.engine.simulate import merge_engine_kwargs
+
     base: ClusterEnv = env.unwrapped  # type: ignore[assignment]
+    merge_engine_kwargs(policy, base._engine_kwargs, stacklevel=3)
+    _, info = env.reset(seed=seed)
     policy.reset(base.view, seed=seed)
     total = 0.0
     for _ in range(max_steps):

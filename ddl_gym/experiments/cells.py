@@ -53,9 +53,9 @@ def run_simulation(
     """Simulate ``policy`` on ``scenario`` (workload drawn with ``seed``)."""
     cluster = scenario.build_cluster()
     trace = scenario.build_trace(seed)
-    base = policy.engine_kwargs() if hasattr(policy, "engine_kwargs") else {}
-    kwargs = scenario.engine_kwargs(base)
-    result = simulate(trace, cluster, policy, seed=seed, **kwargs)
+    # simulate() adds the policy's own engine_kwargs(); the scenario's fixed
+    # settings override them (with a PolicyEngineWarning where they differ)
+    result = simulate(trace, cluster, policy, seed=seed, **scenario.engine_kwargs())
     placements = placement_segments(result) if record_placements else None
     return SimRun(result, placements, cluster, trace.name, len(trace))
 
@@ -82,11 +82,11 @@ def compare_cell(
 ) -> dict[str, Any]:
     """``simulate_cell`` plus the cell's per-job table under ``"job_table"`` (for
     JCT distributions)."""
-    from ddl_gym.cli.common import make_policy
+    from ddl_gym.experiments.grid import policy_from_name
     from ddl_gym.scenarios import scenario_from_dict
 
     s = scenario_from_dict({**scenario, "congestion": congestion}, source="cell")
-    sim = run_simulation(s, make_policy(policy), seed=seed, record_placements=False)
+    sim = run_simulation(s, policy_from_name(policy), seed=seed, record_placements=False)
     keys = {"policy": policy, "workload": sim.trace_name, "congestion": str(congestion)}
     jobs = sim.result.jobs[list(JOB_FIELDS)].reset_index(drop=True)
     return {**keys, "seed": seed, **sim.result.summary, "job_table": jobs}

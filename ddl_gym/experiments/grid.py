@@ -1,58 +1,37 @@
-"""Compare the baseline schedulers the way the seed paper does.
+"""The comparison grid, as a library: policies x workloads x congestion
+levels x seeds, each cell a pure function of plain data.
 
-Grid: policies x workloads x congestion levels x seeds. Each cell is a pure
-function, ``run_cell(policy, workload, congestion, seed, ...) -> dict``, so
-the same cells can later run as Ray tasks; here they run on a
-``multiprocessing`` pool.
+``run_cell(policy, workload, congestion, seed, ...) -> dict`` simulates one
+cell; ``make_cells`` lists a grid's cells (keyword dicts); ``summarise``,
+``improvement`` and ``markdown`` turn finished cells into the tables the seed
+paper reports (Dally's improvement over the better of Tiresias and Gandiva,
+``(best - dally) / best``). The command line is ``ddl-gym compare``
+(``ddl_gym.cli.compare``; ``scripts/compare.py`` and ``scripts/run.sh`` call
+it), which runs cells with ``ddl_gym.experiments.runner`` (processes or Ray,
+progress bar, one JSON per finished cell, ``--resume``).
 
-Outputs (default folder ``runs/compare/``):
+Engine settings: every policy runs with its own ``engine_kwargs()``
+(``simulate()`` applies them): ``restore_s_per_gpu = 1`` (the seed's 1 s per
+GPU checkpoint) except Gandiva (0, as in the paper); the Dally variants with
+preemption add 20 s leases.
 
-* a markdown table per workload on stdout (and in ``tables.md``): makespan,
-  mean / p95 / p99 JCT, mean queueing delay, communication overhead
-  (exposed all-reduce time over compute time, and in GPU-hours), GPU
-  utilisation, preemptions, allocations per level; averaged over seeds;
-  plus, per congestion level, the improvement of Dally (auto-tuned) over the
-  best consolidation-based baseline (Tiresias, Gandiva) per metric, as the
-  paper reports it (``(best - dally) / best``; for utilisation the reverse);
-* ``cells.csv`` (one row per cell) and ``summary.csv`` (the tables);
-* ``jct_cdf_<workload>.png`` (JCT CDF per policy, one panel per congestion
-  level) and ``bars_<workload>.png`` (makespan, mean JCT and communication
-  overhead per congestion level).
-
-Engine settings: every policy runs with ``restore_s_per_gpu = 1`` (the seed's
-1 s per GPU checkpoint) except Gandiva (0, as in the paper); the Dally
-variants with preemption add 20 s leases (``policy.engine_kwargs()``).
-
-Workloads: by default the bundled synthetic workload
-(``ddl_gym.traces.default_trace(seed)``) on ``seed64``; with ``--data DIR``
-(or ``--data auto``) the seed's two 411-job week traces and the four 500-job
-load-sweep traces on ``seed64``, and the Philly week and the eight Pollux
-workloads on ``seed512`` (8 racks x 8 servers x 8 GPUs with the seed
-authors' fabric, so the network model is the one the seed traces use).
-Seeds vary the synthetic trace and the random policy; real traces are
-loaded with seed 0 (Philly/Pollux model assignment fixed), so a
-deterministic policy runs once per (workload, congestion) there and its
-result stands for every seed.
-
-Usage::
-
-    python scripts/compare.py                     # default workload, 3 seeds
-    python scripts/compare.py --data ../shared/data
-    python scripts/compare.py --quick             # CI: seconds
-
-(``scripts/compare.py`` is a thin entry point to ``main`` here.)
+Workloads: ``default`` is the bundled synthetic workload
+(``ddl_gym.traces.default_trace(seed)``) on ``seed64``; ``DATA_WORKLOADS``
+are the seed's two 411-job week traces and the four 500-job load-sweep traces
+on ``seed64``, and the Philly week and the eight Pollux workloads on
+``seed512`` (8 racks x 8 servers x 8 GPUs with the seed authors' fabric, so
+the network model is the one the seed traces use). Seeds vary the synthetic
+trace and the random policy; real traces are loaded with seed 0 (Philly /
+Pollux model assignment fixed), so a deterministic policy runs once per
+(workload, congestion) there and its result stands for every seed.
 """
 
 from __future__ import annotations
 
-import argparse
-import os
-import sys
 import time
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +44,6 @@ from ddl_gym.traces import (
     Trace,
     TraceWarning,
     default_trace,
-    find_data_dir,
     head,
     load_trace,
 )
@@ -94,7 +72,8 @@ class Workload:
 DEFAULT_WORKLOAD = Workload("default", None, "seed64")
 _DALLY_DIR = "traces/dally/sense_500jobs_poisson"
 DATA_WORKLOADS: tuple[Workload, ...] = (
-    Workload("seed-1proc-week", f"{_DALLY_DIR}_1proc-week.json", "seed64"),
+    # the 1-process-per-GPU week: the scenarios' (and `ddl-gym traces`') "seed-week"
+    Workload("seed-week", f"{_DALLY_DIR}_1proc-week.json", "seed64"),
     Workload("seed-3proc-week", f"{_DALLY_DIR}_3proc-week.json", "seed64"),
     *(
         Workload(f"sweep-{n}", f"{_DALLY_DIR}-{n}jobsPday.json", "seed64")
@@ -150,18 +129,15 @@ def policy_from_name(name: str):
     return make_policy(name)
 
 
-def policy_choice(name: str) -> str:
-    if name in POLICY_NAMES or name == AGENT or name.startswith(AGENT + ":"):
-        return name
-    raise argparse.ArgumentTypeError(
-        f"unknown policy {name!r}; choose from {', '.join(POLICY_NAMES)}, {AGENT}[:PATH]"
-    )
+def is_policy_name(name: str) -> bool:
+    """A baseline's registry name or ``agent[:PATH]``."""
+    return name in POLICY_NAMES or name == AGENT or name.startswith(AGENT + ":")
 
 
 def run_cell(
     policy: str,
     workload: str,
-    congestion: str,
+    congestion: str | float,
     seed: int,
     data_dir: str | None = None,
     max_jobs: int | None = None,
@@ -178,7 +154,6 @@ def run_cell(
         seed=seed,
         congestion=congestion,
         record_series=False,
-        **pol.engine_kwargs(),
     )
     return {
         "policy": policy,
@@ -192,61 +167,41 @@ def run_cell(
     }
 
 
-def _run(args: tuple) -> dict[str, Any]:
-    return run_cell(*args)
-
-
 # -- the grid -----------------------------------------------------------------
 def make_cells(
     policies: list[str],
     workloads: list[str],
-    congestions: list[str],
+    congestions: list[str | float],
     seeds: list[int],
     data_dir: str | None,
     max_jobs: int | None,
-) -> list[tuple]:
+) -> list[dict[str, Any]]:
+    """The grid's cells as ``run_cell`` keyword arguments, in table order.
+
+    A deterministic policy on a fixed (file) trace runs for the first seed
+    only: its result is the same for every seed.
+    """
     # build each policy once: its flags are all the grid needs here (and the
     # learned agent loads a model)
     built = {p: policy_from_name(p) for p in dict.fromkeys(policies)}
-    leased = {p: pol.engine_kwargs().get("lease_s") is not None for p, pol in built.items()}
     cells = []
     for w in workloads:
         for c in congestions:
             for p in policies:
-                deterministic = built[p].deterministic
-                # a fixed trace and a deterministic policy: one run for all seeds
+                deterministic = getattr(built[p], "deterministic", True)
                 run_seeds = seeds if WORKLOADS[w].seeded or not deterministic else seeds[:1]
                 for s in run_seeds:
-                    cells.append((p, w, c, s, data_dir, max_jobs))
-
-    # the slow cells (leases) first, so the pool ends together
-    def cost(cell):
-        return (not leased[cell[0]], WORKLOADS[cell[1]].path is None)
-
-    return sorted(cells, key=cost)
-
-
-def run_grid(cells: list[tuple], jobs: int, progress: bool = True) -> list[dict[str, Any]]:
-    results: list[dict[str, Any]] = []
-
-    def report(r: dict[str, Any]) -> None:
-        results.append(r)
-        if progress:
-            print(
-                f"[{len(results)}/{len(cells)}] {r['policy']} {r['workload']} "
-                f"{r['congestion']} seed {r['seed']}: {r['wall_s']:.1f} s",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    if jobs <= 1 or len(cells) <= 1:
-        for c in cells:
-            report(_run(c))
-        return results
-    with get_context("spawn").Pool(jobs) as pool:
-        for r in pool.imap_unordered(_run, cells):
-            report(r)
-    return results
+                    cells.append(
+                        {
+                            "policy": p,
+                            "workload": w,
+                            "congestion": c,
+                            "seed": s,
+                            "data_dir": data_dir,
+                            "max_jobs": max_jobs,
+                        }
+                    )
+    return cells
 
 
 # -- tables -------------------------------------------------------------------
@@ -329,90 +284,3 @@ def markdown(summary: pd.DataFrame, imp: pd.DataFrame, workload: str) -> str:
                 f"| {c} | **dally vs best of tiresias/gandiva** | " + " | ".join(vals) + " |"
             )
     return "\n".join(lines) + "\n"
-
-
-# -- CLI ----------------------------------------------------------------------
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", help="data dir with traces/ ('auto': find_data_dir())")
-    ap.add_argument(
-        "--policies",
-        nargs="+",
-        type=policy_choice,
-        help=f"baselines ({', '.join(POLICY_NAMES)}) and/or {AGENT}[:PATH] "
-        f"(default: every baseline, plus {AGENT} where torch and the shipped model are present)",
-    )
-    ap.add_argument("--workloads", nargs="+", choices=sorted(WORKLOADS))
-    ap.add_argument("--congestion", nargs="+", default=list(CONGESTIONS))
-    ap.add_argument("--seeds", type=int, default=3, help="number of seeds (0..n-1)")
-    ap.add_argument("--max-jobs", type=int, help="truncate every workload to its first N jobs")
-    ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="processes")
-    ap.add_argument("--out", default="runs/compare")
-    ap.add_argument("--no-plots", action="store_true")
-    ap.add_argument(
-        "--quick",
-        action="store_true",
-        help=f"CI preset: default workload cut to {QUICK_JOBS} jobs, one seed, "
-        "congestion none and heavy (every policy: they take seconds)",
-    )
-    args = ap.parse_args(argv)
-
-    data_dir: str | None = None
-    if args.data:
-        found = find_data_dir() if args.data == "auto" else Path(args.data)
-        if found is None or not Path(found).is_dir():
-            ap.error(f"data dir not found: {args.data}")
-        data_dir = str(Path(found).resolve())
-    workloads = args.workloads or (
-        [w.name for w in DATA_WORKLOADS] if data_dir else [DEFAULT_WORKLOAD.name]
-    )
-    seeds = list(range(args.seeds))
-    congestions = list(args.congestion)
-    max_jobs = args.max_jobs
-    if args.quick:
-        seeds, congestions, max_jobs = [0], ["none", "heavy"], max_jobs or QUICK_JOBS
-        workloads = args.workloads or [DEFAULT_WORKLOAD.name]
-
-    policies = args.policies or [*POLICY_NAMES, *([AGENT] if agent_available() else [])]
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    cells = make_cells(policies, workloads, congestions, seeds, data_dir, max_jobs)
-    start = time.perf_counter()
-    results = run_grid(cells, args.jobs)
-    wall = time.perf_counter() - start
-
-    table = pd.DataFrame([{k: v for k, v in r.items() if k != "jct_s"} for r in results])
-    order = {p: i for i, p in enumerate(policies)}
-    table["_w"] = table["workload"].map({w: i for i, w in enumerate(workloads)})
-    table["_c"] = table["congestion"].map({c: i for i, c in enumerate(congestions)})
-    table["_p"] = table["policy"].map(order)
-    table = table.sort_values(["_w", "_c", "_p", "seed"]).drop(columns=["_w", "_c", "_p"])
-    table.to_csv(out / "cells.csv", index=False)
-    summary = summarise(table)
-    imp = improvement(summary)
-    summary.to_csv(out / "summary.csv", index=False)
-    imp.to_csv(out / "improvement.csv", index=False)
-
-    text = [
-        f"# Scheduler comparison ({len(cells)} cells, {wall:.0f} s wall on {args.jobs} processes)",
-        "",
-        "Engine: restore 1 s per GPU for every policy but gandiva (0); dally-1-2, dally-6-12 "
-        "and dally with 20 s leases. Values are means over seeds "
-        f"({len(seeds)}; deterministic policies on fixed traces run once).",
-        "",
-    ]
-    for w in workloads:
-        text.append(markdown(summary, imp, w))
-    md = "\n".join(text)
-    (out / "tables.md").write_text(md)
-    print(md)
-    if not args.no_plots:
-        from ddl_gym.report.plots import plot_compare
-
-        plot_compare(results, summary, out)
-    print(f"wrote {out}/ (cells.csv, summary.csv, improvement.csv, tables.md, plots)")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
