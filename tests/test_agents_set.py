@@ -144,6 +144,10 @@ def test_no_preemption_with_a_zero_budget():
 th = pytest.importorskip("torch")
 pytest.importorskip("sb3_contrib")
 
+from ddl_gym.agents.policy import DEFAULT_MODEL  # noqa: E402
+
+from ddl_gym.topology import CLUSTERS  # noqa: E402
+
 
 def _extractor(K: int, M: int):
     from ddl_gym.agents.set_policy import SetExtractor
@@ -230,3 +234,21 @@ def test_set_checkpoint_loads_in_sb3_and_acts_on_two_cluster_shapes(tiny_set_mod
     for cluster in ("seed64", Cluster(2, 4, 8, "seed"), Cluster(1, 4, 8, "seed")):
         result = simulate(trace, cluster, agent, congestion="heavy", **agent.engine_kwargs())
         assert result.summary["jobs"] == len(trace)
+
+
+@pytest.mark.skipif(not DEFAULT_MODEL.is_file(), reason="no shipped model")
+@pytest.mark.parametrize(
+    "cluster",
+    [*CLUSTERS, "2x4x8", Cluster(1, 4, 8, "seed")],
+    ids=str,
+)
+def test_shipped_model_runs_on_every_cluster_preset(cluster):
+    from ddl_gym.agents import load_policy
+
+    from ddl_gym.engine import simulate
+
+    agent = load_policy()
+    assert agent.config.env.obs == "set"
+    trace = long_trace(n=20, seed=4)
+    result = simulate(trace, cluster, agent, congestion="heavy", **agent.engine_kwargs())
+    assert result.summary["completed"] == len(trace)
