@@ -214,6 +214,15 @@ def histogram(df: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def learning_curve(run_dir: str | Path) -> pd.DataFrame:
+    """Validation return (minus the total JCT in hours over the validation
+    windows and whole traces) against training steps, from a run's
+    ``eval/evaluations.npz`` (written by the eval callback)."""
+    data = np.load(Path(run_dir) / "eval" / "evaluations.npz")
+    returns = data["results"]  # (evaluations, episodes)
+    return pd.DataFrame({"steps": data["timesteps"], "val_return": returns.sum(axis=1)})
+
+
 # -- command line (scripts/heldout.py) ----------------------------------------
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(
@@ -233,12 +242,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--heuristics", nargs="*", help=f"default: {' '.join(HEURISTICS)}")
     ap.add_argument("--oracles", nargs="*", help=f"default: {' '.join(ORACLES)}")
     ap.add_argument("--skip-heuristics", action="store_true", help="agents only (cache kept)")
+    ap.add_argument("--curves", nargs="*", default=[], help="run dirs: print learning curves")
     args = ap.parse_args(argv)
 
     from ddl_gym.agents.config import TrainConfig
     from ddl_gym.agents.policy import load_policy
     from ddl_gym.baselines import make_policy
 
+    for run in args.curves:
+        print(f"learning curve of {run}:")
+        print(learning_curve(run).to_string(index=False))
     cfg = TrainConfig.load(args.config)
     cases = heldout_cases(cfg, n_windows=args.windows)
     heuristics = HEURISTICS if args.heuristics is None else tuple(args.heuristics)

@@ -129,6 +129,10 @@ class ClusterEnv(gym.Env):
       holes); ``lease_expired`` (any lease expired now).
 
     ``wrappers.FlattenClusterObs`` flattens it for MLP policies.
+    ``set_env.SetClusterEnv`` is this env with a size-free observation (a
+    padded set of candidate jobs whose shape does not depend on the cluster),
+    a preemption budget per instant and periodic ticks, for policies that must
+    run on any cluster.
 
     ## Rewards
 
