@@ -262,7 +262,8 @@ def main(argv: list[str] | None = None) -> None:
     for spec in args.agent:
         name, _, paths = spec.partition("=")
         for i, p in enumerate(paths.split(",")):
-            policies[f"{name}[s{i}]"] = ((lambda p=p: load_policy(p)), False)
+            key = name if "[" in name else f"{name}[s{i}]"  # "set[s1]=...": one seed
+            policies[key] = ((lambda p=p: load_policy(p)), False)
     run_policies = dict(policies)
     for h in heuristics:
         policies[h] = ((lambda h=h: make_policy(h)), False)
@@ -283,7 +284,8 @@ def main(argv: list[str] | None = None) -> None:
         if (df["group"] == group).any():
             print(f"\n### {title}\n")
             print(markdown(summary_table(df, group), set(oracles)))
-    families = [a.partition("=")[0] for a in args.agent] + ["dally", "gandiva", "tiresias"]
+    families = [a.partition("=")[0].split("[")[0] for a in args.agent]
+    families += ["dally", "dally-1-2", "dally-delay", "gandiva", "tiresias"]
     print("\n### decisions (shares; delays = WAIT while a waiting job fits)\n")
     hist = histogram(df, families)
     cols = list(hist.columns)
