@@ -164,10 +164,23 @@ def agent_family(name: str) -> str:
     return name.split("[", 1)[0]
 
 
-def summary_table(df: pd.DataFrame, group: str) -> pd.DataFrame:
-    """Per policy family: mean over the group's cases, then mean and std over
-    training seeds (std 0 for heuristics: they are deterministic here)."""
+def common_cases(df: pd.DataFrame, group: str) -> list[str]:
+    """Cases of ``group`` that every policy present in it has finished (so
+    every row of a table averages the same cases)."""
     sub = df[df["group"] == group]
+    sets = [set(g["case"]) for _, g in sub.groupby("policy")]
+    return sorted(set.intersection(*sets)) if sets else []
+
+
+def group_of(df: pd.DataFrame, case: str) -> str:
+    return str(df.loc[df["case"] == case, "group"].iloc[0])
+
+
+def summary_table(df: pd.DataFrame, group: str) -> pd.DataFrame:
+    """Per policy family: mean over the group's cases (those every policy
+    finished), then mean and std over training seeds (std 0 for heuristics:
+    they are deterministic here)."""
+    sub = df[(df["group"] == group) & df["case"].isin(common_cases(df, group))]
     per = sub.groupby("policy", sort=False)[list(METRICS)].mean()
     per["family"] = [agent_family(p) for p in per.index]
     rows = []
@@ -242,6 +255,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--heuristics", nargs="*", help=f"default: {' '.join(HEURISTICS)}")
     ap.add_argument("--oracles", nargs="*", help=f"default: {' '.join(ORACLES)}")
     ap.add_argument("--skip-heuristics", action="store_true", help="agents only (cache kept)")
+    ap.add_argument("--report-only", action="store_true", help="run nothing: tables from --cache")
     ap.add_argument("--curves", nargs="*", default=[], help="run dirs: print learning curves")
     args = ap.parse_args(argv)
 
@@ -276,15 +290,20 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {c.group:6s} {c.name} ({len(c.trace)} jobs)")
     if args.cache is None:
         raise SystemExit("--cache is required (results are read back from it)")
-    run_all(run_policies, cases, cfg.env.cluster, cfg.env.congestion, cache=args.cache)
+    if not args.report_only:
+        run_all(run_policies, cases, cfg.env.cluster, cfg.env.congestion, cache=args.cache)
     df = run_all(
         policies, cases, cfg.env.cluster, cfg.env.congestion, cache=args.cache, only_cached=True
     )
+    for case in dict.fromkeys(df["case"]):
+        print(f"\n#### {case}\n")
+        print(markdown(summary_table(df[df["case"] == case], group_of(df, case)), set(oracles)))
     for group, title in (("whole", "whole held-out traces"), ("window", "Philly test windows")):
         if (df["group"] == group).any():
             print(f"\n### {title}\n")
+            print("cases: " + ", ".join(common_cases(df, group)) + "\n")
             print(markdown(summary_table(df, group), set(oracles)))
-    families = [a.partition("=")[0].split("[")[0] for a in args.agent]
+    families = list(dict.fromkeys(a.partition("=")[0].split("[")[0] for a in args.agent))
     families += ["dally", "dally-1-2", "dally-delay", "gandiva", "tiresias"]
     print("\n### decisions (shares; delays = WAIT while a waiting job fits)\n")
     hist = histogram(df, families)
