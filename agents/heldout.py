@@ -256,6 +256,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--oracles", nargs="*", help=f"default: {' '.join(ORACLES)}")
     ap.add_argument("--skip-heuristics", action="store_true", help="agents only (cache kept)")
     ap.add_argument("--report-only", action="store_true", help="run nothing: tables from --cache")
+    ap.add_argument("--only", help="only the cases whose name contains this")
     ap.add_argument("--curves", nargs="*", default=[], help="run dirs: print learning curves")
     args = ap.parse_args(argv)
 
@@ -268,6 +269,8 @@ def main(argv: list[str] | None = None) -> None:
         print(learning_curve(run).to_string(index=False))
     cfg = TrainConfig.load(args.config)
     cases = heldout_cases(cfg, n_windows=args.windows)
+    if args.only:
+        cases = [c for c in cases if args.only in c.name]
     heuristics = HEURISTICS if args.heuristics is None else tuple(args.heuristics)
     oracles = ORACLES if args.oracles is None else tuple(args.oracles)
     if args.quick:
