@@ -48,6 +48,13 @@ class EnvConfig:
     preempt: bool = False
     window_s: float | None = 12 * 3600.0  # one episode = a window of a pool trace
     max_steps: int | None = 20_000  # truncation guard for runaway episodes
+    # "flat": ClusterEnv's per-server observation (shape tied to the cluster);
+    # "set": SetClusterEnv's padded candidate set (any cluster, K/M rows).
+    obs: str = "flat"
+    preempt_budget: int = 1  # "set" only: preemptions per decision instant
+    # Mixed episode lengths: each training episode draws its window length
+    # (hours; 0 = the whole train part) from this list. Empty: window_s.
+    windows_h: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -58,11 +65,16 @@ class SplitConfig:
     parts (fractions of its arrival span): training windows are sampled only
     from ``train``, the best model is chosen on ``val`` windows and the final
     comparison uses ``test`` windows. Trace specs: ``"default:A-B"`` (the
-    bundled synthetic workload, seeds A..B), ``"default:S"``, or a trace file
+    bundled synthetic workload, seeds A..B), ``"default:S"``, ``"long:A-B"``
+    (synthetic traces with the seed's job sizes and ~20 h durations), or a trace file
     path (relative paths are also looked up under the data directory).
     """
 
     traces: list[str] = field(default_factory=lambda: ["default:0-9"])
+    # Whole traces held out from training: ``val_traces`` are only used for
+    # model selection, ``test_traces`` only for the final comparison.
+    val_traces: list[str] = field(default_factory=list)
+    test_traces: list[str] = field(default_factory=list)
     train: tuple[float, float] = (0.0, 0.70)
     val: tuple[float, float] = (0.70, 0.85)
     test: tuple[float, float] = (0.85, 1.0)
@@ -72,7 +84,11 @@ class SplitConfig:
 @dataclass
 class PPOConfig:
     algo: str = "maskable_ppo"  # or "ppo": plain PPO, invalid actions mapped to WAIT
+    # "mlp": SB3's MlpPolicy on the flat observation; "set": agents.set_policy
+    # (shared per-candidate scorer; needs env.obs = "set")
+    policy: str = "mlp"
     net_arch: list[int] = field(default_factory=lambda: [64, 64])
+    hidden: int = 64  # "set" policy: width of the encoders and heads
     learning_rate: float = 3e-4
     n_steps: int = 1024  # per env
     batch_size: int = 256

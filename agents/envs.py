@@ -24,10 +24,31 @@ from ddl_gym.agents.config import EnvConfig, SplitConfig
 from gymnasium import spaces
 
 from ddl_gym.env import ClusterEnv
-from ddl_gym.traces import Trace, TraceWarning, default_trace, find_data_dir, load_trace, window
+from ddl_gym.env.set_env import SetClusterEnv
+from ddl_gym.traces import (
+    Trace,
+    TraceWarning,
+    default_trace,
+    find_data_dir,
+    load_trace,
+    synthetic_trace,
+    window,
+)
 
 PARTS = ("train", "val", "test")
-_DEFAULT_SPEC = re.compile(r"^default:(\d+)(?:-(\d+))?$")
+_DEFAULT_SPEC = re.compile(r"^(default|long):(\d+)(?:-(\d+))?$")
+
+# "long:S": a synthetic workload shaped like the seed's traces (its GPU mix,
+# a log-normal duration with the seed's ~20 h median, ~2.5 arrivals per hour),
+# far longer jobs than the bundled default workload (median ~6 min).
+LONG_SPEC: dict[str, Any] = {
+    "n_jobs": 300,
+    "arrival_rate_per_h": 2.5,
+    "gpu_mix": {2: 0.10, 4: 0.23, 8: 0.47, 16: 0.14, 32: 0.06},
+    "duration_median_s": 20 * 3600.0,
+    "duration_sigma": 1.2,
+    "max_duration_s": 30 * 86400.0,
+}
 
 
 # -- traces and the split ----------------------------------------------------
@@ -37,11 +58,15 @@ def resolve_traces(specs: Sequence[str]) -> list[Trace]:
     for spec in specs:
         m = _DEFAULT_SPEC.match(spec)
         if m:
-            lo = int(m.group(1))
-            hi = int(m.group(2) or lo)
+            kind = m.group(1)
+            lo = int(m.group(2))
+            hi = int(m.group(3) or lo)
             for seed in range(lo, hi + 1):
-                trace = default_trace(seed=seed)
-                out.append(Trace(f"default:{seed}", trace.jobs))
+                if kind == "default":
+                    trace = default_trace(seed=seed)
+                else:
+                    trace = synthetic_trace(seed=seed, name=f"long:{seed}", **LONG_SPEC)
+                out.append(Trace(f"{kind}:{seed}", trace.jobs))
             continue
         path = Path(spec).expanduser()
         if not path.is_file():
@@ -67,13 +92,20 @@ def time_part(trace: Trace, lo: float, hi: float) -> Trace:
 
 
 def split_traces(split: SplitConfig) -> dict[str, list[Trace]]:
-    """``{"train": [...], "val": [...], "test": [...]}``, one part per trace."""
+    """``{"train": [...], "val": [...], "test": [...]}``, one part per trace,
+    plus ``"val_whole"`` / ``"test_whole"``: the held-out whole traces."""
     bounds = {"train": split.train, "val": split.val, "test": split.test}
     (a0, a1), (b0, b1), (c0, c1) = split.train, split.val, split.test
     if not (0.0 <= a0 < a1 <= b0 < b1 <= c0 < c1 <= 1.0):
         raise ValueError(f"split parts must be ordered and disjoint: {bounds}")
+    overlap = (set(split.traces) | set(split.val_traces)) & set(split.test_traces)
+    if overlap or set(split.traces) & set(split.val_traces):
+        raise ValueError(f"a held-out trace is also a training/validation trace: {overlap}")
     traces = resolve_traces(split.traces)
-    return {name: [time_part(t, *bounds[name]) for t in traces] for name in PARTS}
+    parts = {name: [time_part(t, *bounds[name]) for t in traces] for name in PARTS}
+    parts["val_whole"] = resolve_traces(split.val_traces)
+    parts["test_whole"] = resolve_traces(split.test_traces)
+    return parts
 
 
 def describe_split(split: SplitConfig, parts: dict[str, list[Trace]]) -> str:
@@ -82,6 +114,10 @@ def describe_split(split: SplitConfig, parts: dict[str, list[Trace]]) -> str:
         lo, hi = getattr(split, name)
         n = sum(len(t) for t in parts[name])
         lines.append(f"  {name:5s} [{lo:.0%}, {hi:.0%}): {n} jobs in {len(parts[name])} traces")
+    for name in ("val_whole", "test_whole"):
+        if parts.get(name):
+            names = ", ".join(t.name for t in parts[name])
+            lines.append(f"  {name}: {sum(len(t) for t in parts[name])} jobs ({names})")
     return "\n".join(lines)
 
 
@@ -110,6 +146,25 @@ def fixed_windows(parts: Sequence[Trace], n: int, window_s: float | None, seed: 
 
 # -- envs ----------------------------------------------------------------------
 def cluster_env(env: EnvConfig, traces: Sequence[Trace], window_s: float | None) -> ClusterEnv:
+    if env.obs not in ("flat", "set"):
+        raise ValueError(f"unknown obs {env.obs!r}: 'flat' or 'set'")
+    if env.obs == "set":
+        return SetClusterEnv(
+            trace=list(traces),
+            cluster=env.cluster,
+            fabric=env.fabric,
+            congestion=env.congestion,
+            K=env.K,
+            M=env.M,
+            preempt_budget=env.preempt_budget,
+            lease_s=env.lease_s,
+            tick_s=env.tick_s,
+            restore_s_per_gpu=env.restore_s_per_gpu,
+            reward=env.reward,
+            time_scale_s=env.time_scale_s,
+            max_steps=env.max_steps,
+            window_s=window_s,
+        )
     return ClusterEnv(
         trace=list(traces),
         cluster=env.cluster,
@@ -128,9 +183,11 @@ def cluster_env(env: EnvConfig, traces: Sequence[Trace], window_s: float | None)
     )
 
 
-def flatten_obs(obs: dict[str, np.ndarray]) -> np.ndarray:
+def flatten_obs(obs: dict[str, np.ndarray] | np.ndarray) -> np.ndarray:
     """The Dict observation as one vector, keys sorted (as ``spaces.flatten``
-    and ``ddl_gym.wrappers.FlattenClusterObs`` do)."""
+    and ``ddl_gym.wrappers.FlattenClusterObs`` do); a flat one as it is."""
+    if isinstance(obs, np.ndarray):
+        return obs
     return np.concatenate([obs[key].ravel() for key in sorted(obs)])
 
 
@@ -171,6 +228,38 @@ class WindowCycleEnv(gym.Env):
         return self.current.action_masks()
 
 
+class MixedWindowEnv(gym.Env):
+    """Training episodes of mixed lengths: each reset draws a window length
+    from ``windows_h`` (0: the whole trace part) and runs the env for it, so
+    one policy sees 24 h windows and whole traces alike."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, env: EnvConfig, traces: Sequence[Trace], windows_h: Sequence[float]):
+        self._envs = [cluster_env(env, traces, h * 3600.0 if h > 0 else None) for h in windows_h]
+        self._i = 0
+        self.observation_space = self._envs[0].observation_space
+        self.action_space = self._envs[0].action_space
+
+    @property
+    def current(self) -> ClusterEnv:
+        return self._envs[self._i]
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        if seed is not None:
+            for k, e in enumerate(self._envs):
+                e.reset(seed=seed + 7919 * k)  # seed each env's own RNG once
+        self._i = int(self.np_random.integers(len(self._envs)))
+        return self.current.reset()
+
+    def step(self, action):
+        return self.current.step(action)
+
+    def action_masks(self) -> np.ndarray:
+        return self.current.action_masks()
+
+
 class AgentEnv(gym.Wrapper):
     """Flat observation, the agent's action mask, and for plain PPO
     (``invalid_to_wait``) invalid actions replaced by WAIT (by the first
@@ -186,7 +275,11 @@ class AgentEnv(gym.Wrapper):
         self.K = K
         self.preempt = preempt
         self.invalid_to_wait = invalid_to_wait
-        size = sum(int(np.prod(s.shape)) for s in env.observation_space.spaces.values())
+        space = env.observation_space
+        if isinstance(space, spaces.Dict):
+            size = sum(int(np.prod(s.shape)) for s in space.spaces.values())
+        else:
+            size = int(np.prod(space.shape))
         self.observation_space = spaces.Box(0.0, 1.0, shape=(size,), dtype=np.float32)
         self._last: np.ndarray | None = None
 
@@ -245,6 +338,8 @@ def make_env_fn(
         base: gym.Env
         if cycle:
             base = WindowCycleEnv(env, traces)
+        elif env.windows_h:
+            base = MixedWindowEnv(env, traces, env.windows_h)
         else:
             base = cluster_env(env, traces, env.window_s)
         return Monitor(AgentEnv(base, env.K, env.preempt, invalid_to_wait))

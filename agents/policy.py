@@ -20,6 +20,7 @@ from ddl_gym.agents.envs import agent_mask, flatten_obs
 
 from ddl_gym.engine import WAIT, Action, EngineView, Place, Preempt
 from ddl_gym.env.observation import LEVELS, ObsBuilder, ObsConfig
+from ddl_gym.env.set_observation import SetObsBuilder, SetObsConfig
 
 DEFAULT_MODEL = Path(__file__).resolve().parent / "models" / "default.zip"
 
@@ -38,11 +39,17 @@ def config_path(model_path: str | Path) -> Path:
     raise FileNotFoundError(f"no config (.json/.toml) found for model {p}")
 
 
-def load_model(path: str | Path, algo: str) -> Any:
+def load_model(path: str | Path, algo: str, policy: str = "mlp") -> Any:
     if algo == "maskable_ppo":
         from sb3_contrib import MaskablePPO
 
-        return MaskablePPO.load(str(path), device="cpu")
+        custom: dict[str, Any] = {}
+        if policy == "set":
+            # the class by its current import path, whatever path it was saved under
+            from ddl_gym.agents.set_policy import SetPolicy
+
+            custom["policy_class"] = SetPolicy
+        return MaskablePPO.load(str(path), device="cpu", custom_objects=custom)
     if algo == "ppo":
         from stable_baselines3 import PPO
 
@@ -65,6 +72,10 @@ class AgentPolicy:
         self.name = name
         self.deterministic = deterministic
         env = config.env
+        self._set = env.obs == "set"
+        self._set_cfg = SetObsConfig(
+            K=env.K, M=env.M, clairvoyant=False, preempt_budget=env.preempt_budget
+        )
         self._obs_cfg = ObsConfig(
             K=env.K,
             M=env.M,
@@ -73,7 +84,7 @@ class AgentPolicy:
             clairvoyant=False,
             queue_order=env.queue_order,
         )
-        self._builder: ObsBuilder | None = None
+        self._builder: ObsBuilder | SetObsBuilder | None = None
         self._rng = np.random.default_rng(0)
 
     def engine_kwargs(self) -> dict[str, Any]:
@@ -89,10 +100,12 @@ class AgentPolicy:
         self._builder = self._new_builder(view)
         self._rng = np.random.default_rng(seed)
 
-    def _new_builder(self, view: EngineView) -> ObsBuilder:
+    def _new_builder(self, view: EngineView) -> ObsBuilder | SetObsBuilder:
         # The observation needs the engine itself (ObsBuilder reads its
         # internals, as ClusterEnv does); EngineView has no public accessor,
         # so the agent reaches behind the view here and only reads.
+        if self._set:
+            return SetObsBuilder(view._engine, self._set_cfg)  # noqa: SLF001
         return ObsBuilder(view._engine, self._obs_cfg)  # noqa: SLF001
 
     def act(self, view: EngineView) -> Action:
@@ -101,7 +114,7 @@ class AgentPolicy:
             builder = self._builder = self._new_builder(view)
         builder.update()
         env = self.config.env
-        mask = agent_mask(builder.mask, env.K, env.preempt)
+        mask = builder.mask if self._set else agent_mask(builder.mask, env.K, env.preempt)
         if not mask[1:].any():  # the env skips these instants: no choice
             return WAIT
         a = self.choose(flatten_obs(builder.obs), mask)
@@ -122,7 +135,7 @@ class AgentPolicy:
         p = np.exp(logits - logits.max())
         return int(self._rng.choice(len(p), p=p / p.sum()))
 
-    def _decode(self, builder: ObsBuilder, a: int) -> Action:
+    def _decode(self, builder: ObsBuilder | SetObsBuilder, a: int) -> Action:
         K = self.config.env.K
         if a == 0:
             return WAIT
@@ -167,5 +180,5 @@ def load_policy(
             'env_id="ddl_gym/Cluster-v0")'
         ) from None
     config = TrainConfig.load(found)
-    model = load_model(path, config.ppo.algo)
+    model = load_model(path, config.ppo.algo, config.ppo.policy)
     return AgentPolicy(model, config, name=f"agent:{path.stem}", deterministic=deterministic)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import resource
 import shutil
 import time
 from pathlib import Path
@@ -94,6 +95,14 @@ def _vec_env(cfg: TrainConfig, fns: list, subproc: bool) -> VecEnv:
     return DummyVecEnv(fns)
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process and its finished children (the machine is
+    shared, so wall time says little about cost)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def latest_checkpoint(out: Path) -> tuple[Path, Path | None] | None:
     """The newest (model, VecNormalize stats) pair under ``out/checkpoints``."""
     best: tuple[int, Path] | None = None
@@ -119,6 +128,7 @@ def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: boo
     parts = split_traces(cfg.split)
     print(describe_split(cfg.split, parts))
     val = fixed_windows(parts["val"], cfg.split.n_val_windows, cfg.env.window_s, seed=cfg.seed)
+    val += parts["val_whole"]  # held-out whole traces: selection on whole-trace behaviour too
     print(f"validation: {len(val)} fixed windows, {sum(len(w) for w in val)} jobs")
     cfg.save_json(out / "config.json")
 
@@ -154,8 +164,21 @@ def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: boo
     else:
         venv = VecNormalize(venv, norm_obs=False, norm_reward=True, gamma=cfg.ppo.gamma)
         p = cfg.ppo
+        if p.policy == "set":
+            if cfg.env.obs != "set":
+                raise ValueError('ppo.policy = "set" needs env.obs = "set"')
+            from ddl_gym.agents.set_policy import SetPolicy
+
+            policy: Any = SetPolicy
+            policy_kwargs: dict[str, Any] = {
+                "features_extractor_kwargs": {"K": cfg.env.K, "M": cfg.env.M, "hidden": p.hidden}
+            }
+        elif p.policy == "mlp":
+            policy, policy_kwargs = "MlpPolicy", {"net_arch": list(p.net_arch)}
+        else:
+            raise ValueError(f"unknown ppo.policy {p.policy!r}: 'mlp' or 'set'")
         model = Algo(
-            "MlpPolicy",
+            policy,
             venv,
             learning_rate=p.learning_rate,
             n_steps=p.n_steps,
@@ -165,7 +188,7 @@ def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: boo
             gae_lambda=p.gae_lambda,
             ent_coef=p.ent_coef,
             clip_range=p.clip_range,
-            policy_kwargs={"net_arch": list(p.net_arch)},
+            policy_kwargs=policy_kwargs,
             tensorboard_log=str(out / "tb"),
             seed=cfg.seed,
             device="cpu",
@@ -197,6 +220,7 @@ def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: boo
         callbacks.append(TqdmCallback(cfg.total_timesteps, initial=done))
 
     start = time.perf_counter()
+    cpu0 = _cpu_s()
     model.learn(
         total_timesteps=left,
         callback=CallbackList(callbacks),
@@ -208,6 +232,7 @@ def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: boo
     venv.save(str(out / "vecnormalize.pkl"))
     venv.close()
     eval_env.close()
+    cpu = _cpu_s() - cpu0
 
     steps = model.num_timesteps - done
     stats = {
@@ -215,11 +240,16 @@ def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: boo
         "total_timesteps": model.num_timesteps,
         "wall_s": wall,
         "steps_per_s": steps / wall if wall > 0 else 0.0,
+        "cpu_s": cpu,  # this process and its (closed) env workers, validation included
+        "steps_per_cpu_s": steps / cpu if cpu > 0 else 0.0,
         "n_envs": cfg.n_envs,
         "vec_env": cfg.vec_env,
     }
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
-    print(f"trained {steps} steps in {wall:.0f} s ({stats['steps_per_s']:.0f} steps/s)")
+    print(
+        f"trained {steps} steps in {wall:.0f} s wall, {cpu:.0f} s CPU "
+        f"({stats['steps_per_cpu_s']:.0f} steps per CPU second)"
+    )
     best = out / "best" / "best_model.zip"
     return best if best.is_file() else out / "final.zip"
 

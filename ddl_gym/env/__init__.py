@@ -4,10 +4,20 @@ and the variants in ``ddl_gym.ENV_VARIANTS``), one module per job:
 * ``cluster_env``: the env itself (reset, step, masks, render);
 * ``observation``: the observation arrays and the action mask;
 * ``actions``: discrete index <-> engine action;
-* ``sources``: ``trace=`` arguments and each episode's engine.
+* ``sources``: ``trace=`` arguments and each episode's engine;
+* ``set_env`` / ``set_observation``: ``SetClusterEnv``, the same env with a
+  size-free candidate-set observation (any cluster, any queue length).
 """
 
 from ddl_gym.env.cluster_env import REWARDS, ClusterEnv, heuristic_rollout
+from ddl_gym.env.set_env import SetClusterEnv
 from ddl_gym.env.sources import EpisodeSource, resolve_trace
 
-__all__ = ["REWARDS", "ClusterEnv", "EpisodeSource", "heuristic_rollout", "resolve_trace"]
+__all__ = [
+    "REWARDS",
+    "ClusterEnv",
+    "EpisodeSource",
+    "SetClusterEnv",
+    "heuristic_rollout",
+    "resolve_trace",
+]

@@ -129,6 +129,10 @@ class ClusterEnv(gym.Env):
       holes); ``lease_expired`` (any lease expired now).
 
     ``wrappers.FlattenClusterObs`` flattens it for MLP policies.
+    ``set_env.SetClusterEnv`` is this env with a size-free observation (a
+    padded set of candidate jobs whose shape does not depend on the cluster),
+    a preemption budget per instant and periodic ticks, for policies that must
+    run on any cluster.
 
     ## Rewards
 
@@ -279,7 +283,7 @@ class ClusterEnv(gym.Env):
         engine = self._source.next_engine(self.np_random)
         self.engine = engine
         self._view = EngineView(engine)
-        self._obs = ObsBuilder(engine, self._obs_cfg)
+        self._obs = self._make_obs_builder(engine)
         self._steps = 0
         self._start = engine.now
         if self.reward_kind == "slowdown":
@@ -290,6 +294,10 @@ class ClusterEnv(gym.Env):
         if reward:
             info["skipped_reward"] = reward
         return self._obs.observation(), info
+
+    def _make_obs_builder(self, engine: Engine) -> ObsBuilder:
+        """The observation builder of a new episode (``set_env`` overrides it)."""
+        return ObsBuilder(engine, self._obs_cfg)
 
     # -- stepping ----------------------------------------------------------
     def _advance(self) -> float:
@@ -369,7 +377,10 @@ class ClusterEnv(gym.Env):
             info["summary"] = e.result().summary
         observation = obs.observation()
         if "invalid" in info:  # same state: fresh copies, never the same objects twice
-            observation = {key: value.copy() for key, value in observation.items()}
+            if isinstance(observation, dict):
+                observation = {key: value.copy() for key, value in observation.items()}
+            else:  # a flat observation (set_env)
+                observation = observation.copy()
         return observation, float(reward), terminated, truncated, info
 
     # -- masks, view and action translation ------------------------------
