@@ -53,7 +53,7 @@ from typing import Any
 
 import pandas as pd
 
-from ddl_gym.engine.metrics import summarize
+from ddl_gym.engine.metrics import Result, summarize
 from ddl_gym.perf import Level, PerfModel, Shape
 from ddl_gym.seed_astra import SEED_GPUS_PER_SLOT, SlowdownTable
 from ddl_gym.topology import Cluster, get_cluster, get_congestion, get_fabric
@@ -79,6 +79,7 @@ class SeedSwitches:
     checkpoint_s_per_gpu: float = 1.0
     tick_s: float = 60.0
     offer_scope: str = "all"  # "released": GPUs freed by a release are offered alone
+    checkpoint_on_completion: bool = True  # a finished job's GPUs wait too
     gpus_per_slot: int = SEED_GPUS_PER_SLOT
 
     def __post_init__(self) -> None:
@@ -443,6 +444,8 @@ class SeedSim:
         self.comp_time[j] += comp
         self.last_assign[j] = self.now
         delay = self.sw.checkpoint_s_per_gpu * len(gpus)
+        if finished and not self.sw.checkpoint_on_completion:
+            delay = 0.0
         if delay > 0:
             self._push(self.now + delay, FREE, gpus)
         else:
@@ -586,13 +589,6 @@ class SeedSim:
         return pd.DataFrame(rows)
 
 
-@dataclass
-class SeedResult:
-    jobs: pd.DataFrame
-    summary: dict[str, float]
-    events: int
-
-
 def run_seed(
     trace: Trace,
     cluster: Cluster | str,
@@ -600,8 +596,13 @@ def run_seed(
     switches: SeedSwitches | None = None,
     table: SlowdownTable | None = None,
     **policy_kwargs: Any,
-) -> SeedResult:
-    """Simulate ``trace`` in the seed-faithful mode (see module docstring)."""
+) -> Result:
+    """Simulate ``trace`` in the seed-faithful mode (see module docstring).
+
+    Returns our engine's ``Result`` (no time series or placement history);
+    ``comm_s`` per job is the seed's communication metric, wall running time
+    minus ideal compute time, and the summary adds ``comm_h`` (its sum in
+    hours) and ``events``."""
     if isinstance(policy, str):
         policy = make_seed_policy(policy, **policy_kwargs)
     sim = SeedSim(trace, cluster, policy, switches, table)
@@ -610,7 +611,7 @@ def run_seed(
     summary = summarize(jobs, series, sim.cluster.num_gpus)
     summary["comm_h"] = float(jobs["comm_s"].sum()) / 3600.0
     summary["events"] = float(sim.events)
-    return SeedResult(jobs, summary, sim.events)
+    return Result(jobs, series, summary)
 
 
 def with_switch(sw: SeedSwitches, **changes: Any) -> SeedSwitches:
@@ -621,7 +622,6 @@ __all__ = [
     "SEED_POLICIES",
     "SEED_SENSITIVE",
     "SeedDally",
-    "SeedResult",
     "SeedSim",
     "SeedSwitches",
     "SeedTiresias",
