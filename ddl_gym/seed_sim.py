@@ -59,7 +59,7 @@ from ddl_gym.seed_astra import SEED_GPUS_PER_SLOT, SlowdownTable
 from ddl_gym.topology import Cluster, get_cluster, get_congestion, get_fabric
 from ddl_gym.traces import Trace, check_fits
 
-FREE, END, ARRIVAL, TICK = range(4)
+FREE, END, ARRIVAL, LEASE, TICK = range(5)
 EPS = 1e-9
 
 
@@ -80,6 +80,7 @@ class SeedSwitches:
     tick_s: float = 60.0
     offer_scope: str = "all"  # "released": GPUs freed by a release are offered alone
     checkpoint_on_completion: bool = True  # a finished job's GPUs wait too
+    offer_on_lease_expiry: bool = True  # a lease's end is an offer point
     gpus_per_slot: int = SEED_GPUS_PER_SLOT
 
     def __post_init__(self) -> None:
@@ -201,11 +202,12 @@ SEED_SENSITIVE = frozenset({"vgg11", "alexnet", "mobilenet_v3"})
 class SeedTiresias:
     """Tiresias as the seed runs it: least attained GPU service first (counted
     per started batch); ``sensitive`` models never cross racks unless larger
-    than a rack; the others take the first free GPUs (``insensitive_anywhere``)
-    or, if False, the tightest first-fitting domain."""
+    than a rack; the others take the tightest first-fitting domain at any
+    level or, with ``insensitive_anywhere``, simply the first free GPUs in
+    cluster order (closer to the authors' figures without it)."""
 
     sensitive: frozenset[str] = SEED_SENSITIVE
-    insensitive_anywhere: bool = True
+    insensitive_anywhere: bool = False
     name: str = "tiresias"
 
     def reset(self) -> None:
@@ -433,6 +435,8 @@ class SeedSim:
             iters = left if finished else dt * rate
             self.service[j] += n * dt
         self._push(now + dt, END, (j, iters, dt, dt / sd, finished))
+        if sw.offer_on_lease_expiry and dt > sw.lease_s:
+            self._push(now + sw.lease_s, LEASE, None)
 
     def _end(self, j: int, iters: float, dt: float, comp: float, finished: bool) -> None:
         gpus = self.held[j]
@@ -536,6 +540,8 @@ class SeedSim:
                     self._offer_due = True
                 elif kind == ARRIVAL:
                     insort(self.waiting, (self.policy.key(self, payload), payload))
+                    self._offer_due = offer_all = True
+                elif kind == LEASE:
                     self._offer_due = offer_all = True
                 elif kind == TICK and t == self._tick_at:
                     self._tick_at = None

@@ -157,3 +157,39 @@ def test_dally_gives_new_jobs_priority_and_first_fit_in_cluster_order():
     # both fit the one machine at once: b starts on arrival, never waits
     assert jobs.loc["b", "start_s"] == 1.0
     assert jobs["end_s"].notna().all()
+
+
+# -- the scenario and the reproduction ------------------------------------------
+HAS_WEEK = (
+    DATA is not None and (DATA / "traces/dally/sense_500jobs_poisson_1proc-week.json").is_file()
+)
+needs_week = pytest.mark.skipif(
+    not (HAS_TABLE and HAS_WEEK), reason="needs ../shared/data (seed week and slowdown table)"
+)
+
+
+@needs_week
+@pytest.mark.parametrize("shape", ["4x2x8", "4x4x8"])
+def test_seed_artist_scenario_runs_through_compare_cells(shape):
+    from ddl_gym.experiments.cells import compare_cell
+    from ddl_gym.scenarios import SCENARIOS
+
+    scenario = SCENARIOS["seed-artist"].replace(jobs=40, cluster=shape)
+    for policy in scenario.policies:
+        cell = compare_cell(scenario.to_dict(), policy, "none")
+        assert cell["completed"] == 40
+        table = cell["job_table"]
+        assert (table["comm_s"] >= -1e-6).all()
+        assert (table["jct_s"] >= table["comm_s"]).all()
+
+
+@needs_week
+def test_seed_mode_tiresias_reproduces_the_authors_makespan_and_comm():
+    """The full seed week (about 20 s of CPU): Tiresias within 10% of the
+    authors' simulator on makespan and total communication time."""
+    from ddl_gym.seed_repro import load_reference, run_seed_policy, seed_week
+
+    ref = load_reference()["Tiresias"]
+    ours = run_seed_policy(seed_week(), "4x2x8", "tiresias")
+    assert ours.makespan_h == pytest.approx(ref.makespan_h, rel=0.10)
+    assert ours.total_comm_h == pytest.approx(ref.total_comm_h, rel=0.10)

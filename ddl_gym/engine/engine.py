@@ -76,6 +76,8 @@ class Engine:
             congestion) or ``seed_astra`` (the seed authors' per-placement
             slowdown table, ``ddl_gym.seed_astra``; no contention, and slots
             filled whole since the engine tracks GPU counts, not GPUs).
+        contention: cross-rack jobs share rack uplinks (False: each job
+            sees a whole uplink, as in the seed's model).
     """
 
     def __init__(
@@ -90,6 +92,7 @@ class Engine:
         clairvoyant: bool = True,
         record_series: bool = True,
         perf_source: str = "closed_form",
+        contention: bool = True,
     ) -> None:
         self.cluster = get_cluster(cluster)
         self.congestion = get_congestion(congestion)
@@ -104,6 +107,7 @@ class Engine:
         self.clairvoyant = clairvoyant
         self.record_series = record_series
         self.perf = PerfModel(self.cluster)
+        self.contention = contention
         self.seed_table = None
         if perf_source == "seed_astra":
             from ddl_gym.seed_astra import SlowdownTable
@@ -317,7 +321,10 @@ class Engine:
             ar = 0.0  # unused: the table gives the slowdown directly
         elif shape.r > 1:
             share = self.perf.uplink_share
-            bw = min(share(self.background, len(self.uplink_jobs[r])) for r in job.racks)
+            if self.contention:
+                bw = min(share(self.background, len(self.uplink_jobs[r])) for r in job.racks)
+            else:
+                bw = share(self.background, 1)
             ar = self.perf.allreduce_time(job.model, shape, bw, self._uplink_alpha)
         else:
             ar = self.perf.allreduce_time(job.model, shape)
