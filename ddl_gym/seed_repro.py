@@ -123,6 +123,10 @@ def _engine_step(**engine: object) -> Callable[[Trace, str], Figures | None]:
     return run
 
 
+def _no_run(trace: Trace, policy: str) -> Figures | None:
+    raise RuntimeError("a cached ablation step cannot run")
+
+
 def ablation_steps() -> list[Step]:
     seed = SeedSwitches()
     closed = replace(seed, perf="closed_form")
@@ -284,19 +288,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-ablation", action="store_true", help="only the validation")
     p.add_argument("--other-shape", default="4x4x8", help="second shape ('' to skip)")
     p.add_argument("--notes", default="", help="a markdown file whose text goes below the table")
+    p.add_argument("--cache", default="", help="pickle of the runs (reused if present)")
     args = p.parse_args(argv)
-    trace = seed_week()
     ref = load_reference()
-    ours = {}
-    for name, pol in REFERENCE_POLICIES.items():
-        ours[name] = run_seed_policy(trace, "4x2x8", pol)
-        f = ours[name]
-        figs = f"{f.makespan_h:9.1f} {f.mean_jct_h:8.1f} {f.total_comm_h:9.1f}"
-        print(f"{name:<20} {figs}  cpu {f.cpu_s:.0f}s")
-    other = None
-    if args.other_shape:
-        other = (args.other_shape, reproduce(trace, args.other_shape))
-    rows = None if args.no_ablation else ablation(trace)
+    cache = Path(args.cache) if args.cache else None
+    if cache is not None and cache.is_file():
+        import pickle
+
+        ours, other, rows = pickle.loads(cache.read_bytes())
+    else:
+        trace = seed_week()
+        ours = {}
+        for name, pol in REFERENCE_POLICIES.items():
+            ours[name] = run_seed_policy(trace, "4x2x8", pol)
+            f = ours[name]
+            figs = f"{f.makespan_h:9.1f} {f.mean_jct_h:8.1f} {f.total_comm_h:9.1f}"
+            print(f"{name:<20} {figs}  cpu {f.cpu_s:.0f}s", flush=True)
+        other = None
+        if args.other_shape:
+            other = (args.other_shape, reproduce(trace, args.other_shape))
+        rows = None if args.no_ablation else ablation(trace)
+        if cache is not None:
+            import pickle
+
+            # steps hold closures: keep their names and changes only
+            plain = [(Step(s.name, s.change, _no_run), r) for s, r in rows] if rows else rows
+            cache.write_bytes(pickle.dumps((ours, other, plain)))
     notes = Path(args.notes).read_text(encoding="utf-8") if args.notes else ""
     Path(args.out).write_text(markdown(ours, ref, other, rows, notes), encoding="utf-8")
     print(f"wrote {args.out}")

@@ -149,6 +149,7 @@ class SeedDally:
     auto_tune: bool = False
     history: int = 24
     skip_impossible_waits: bool = False
+    timer_clock: str = "release"  # "arrival": timers count from arrival, not release
     name: str = "dally"
     _hist: dict[tuple[int, int], _History] = field(default_factory=dict, repr=False)
 
@@ -171,8 +172,12 @@ class SeedDally:
         rs = r.spread(horizon) if r else 1
         return min(math.ceil(0.8 * H), max(6, ms)), min(H, max(12, rs))
 
+    def _since(self, sim: SeedSim, j: int) -> float:
+        start = sim.arrival[j] if self.timer_clock == "arrival" else sim.last_assign[j]
+        return (sim.now - start) / sim.sw.lease_s
+
     def widest(self, sim: SeedSim, j: int) -> Level:
-        waited = (sim.now - sim.last_assign[j]) / sim.sw.lease_s + EPS
+        waited = self._since(sim, j) + EPS
         rack_t, net_t = self.timers(sim, sim.n[j])
         if self.skip_impossible_waits:
             tight = sim.size_level(sim.n[j])
@@ -189,7 +194,7 @@ class SeedDally:
     def placed(self, sim: SeedSim, j: int, level: Level) -> None:
         if not self.auto_tune or level == Level.NETWORK:
             return
-        wait = (sim.now - sim.last_assign[j]) / sim.sw.lease_s
+        wait = self._since(sim, j)
         if wait >= 1.0 - EPS:
             self._hist.setdefault((sim.n[j], level), _History()).add(sim.now, wait)
 

@@ -193,3 +193,17 @@ def test_seed_mode_tiresias_reproduces_the_authors_makespan_and_comm():
     ours = run_seed_policy(seed_week(), "4x2x8", "tiresias")
     assert ours.makespan_h == pytest.approx(ref.makespan_h, rel=0.10)
     assert ours.total_comm_h == pytest.approx(ref.total_comm_h, rel=0.10)
+
+
+@needs_table
+def test_engine_perf_source_seed_astra_runs_at_the_table_slowdown():
+    from ddl_gym.baselines import make_policy
+    from ddl_gym.engine import simulate
+
+    tr = _trace([("a", 0.0, 8, "mobilenet_v3", 80_000, 0.001)])
+    res = simulate(tr, "seed64", make_policy("fifo"), perf_source="seed_astra")
+    d = SlowdownTable.load().slowdown("mobilenet_v3", 8, 1, 1, 2)
+    assert res.jobs["end_s"].iloc[0] == pytest.approx(80_000 * 0.001 * d / 8)
+    assert res.jobs["comm_s"].iloc[0] == pytest.approx(80_000 * 0.001 * (d - 1) / 8)
+    with pytest.raises(ValueError, match="perf_source"):
+        simulate(tr, "seed64", make_policy("fifo"), perf_source="astra")
