@@ -56,7 +56,7 @@ import pandas as pd
 from ddl_gym.engine.metrics import Result, summarize
 from ddl_gym.perf import Level, PerfModel, Shape
 from ddl_gym.seed_astra import SEED_GPUS_PER_SLOT, SlowdownTable
-from ddl_gym.topology import Cluster, get_cluster, get_congestion, get_fabric
+from ddl_gym.topology import Cluster, get_cluster, get_congestion
 from ddl_gym.traces import Trace, check_fits
 
 FREE, END, ARRIVAL, LEASE, TICK = range(5)
@@ -98,12 +98,7 @@ class SeedSwitches:
 
 
 def as_cluster(cluster: Cluster | str) -> Cluster:
-    """A ``Cluster``, a preset name or ``"RxSxG"`` (racks x machines x GPUs,
-    seed fabric)."""
-    if isinstance(cluster, str):
-        parts = cluster.lower().split("x")
-        if len(parts) == 3 and all(p.isdigit() for p in parts):
-            return Cluster(*(int(p) for p in parts), fabric=get_fabric("seed"))
+    """A ``Cluster``, a preset name or ``"RxSxG"`` (racks x machines x GPUs)."""
     return get_cluster(cluster)
 
 
@@ -140,15 +135,16 @@ class SeedDally:
     waits (window ``history`` leases; caps ``ceil(0.8 history)`` and
     ``history``; floors 6 and 12; only waits of >= 1 lease recorded);
     otherwise fixed ``rack_timer`` / ``network_timer`` leases.
-    ``skip_impossible_waits``: a job larger than a machine (rack) does not wait
-    for a machine (rack) placement (the paper's wording); the seed's code
-    gates every rack placement by the rack timer, so it is off by default."""
+    ``skip_waits``: ``none`` (every wider placement waits for its timer, as
+    the seed's code reads), ``network`` (a job larger than a rack, which can
+    only cross racks, does not wait) or ``all`` (also a job larger than a
+    machine skips the machine wait: the paper's wording)."""
 
     rack_timer: float = 1.0
     network_timer: float = 2.0
     auto_tune: bool = False
     history: int = 24
-    skip_impossible_waits: bool = False
+    skip_waits: str = "none"
     timer_clock: str = "release"  # "arrival": timers count from arrival, not release
     name: str = "dally"
     _hist: dict[tuple[int, int], _History] = field(default_factory=dict, repr=False)
@@ -179,12 +175,12 @@ class SeedDally:
     def widest(self, sim: SeedSim, j: int) -> Level:
         waited = self._since(sim, j) + EPS
         rack_t, net_t = self.timers(sim, sim.n[j])
-        if self.skip_impossible_waits:
+        if self.skip_waits != "none":
             tight = sim.size_level(sim.n[j])
-            if tight == Level.NETWORK or (tight == Level.RACK and waited >= net_t):
+            if tight == Level.NETWORK:
                 return Level.NETWORK
-            if tight == Level.RACK:
-                return Level.RACK
+            if tight == Level.RACK and self.skip_waits == "all":
+                return Level.NETWORK if waited >= net_t else Level.RACK
         if waited >= net_t:
             return Level.NETWORK
         if waited >= rack_t:
