@@ -280,41 +280,65 @@ def markdown(
     return "\n".join(out)
 
 
+PARTS = ("validation", "shape", "ablation-seed", "ablation-engine")
+
+
+def _compute(part: str, trace: Trace, shape: str) -> object:
+    """One part of the document's runs (parts run in separate processes)."""
+    if part == "validation":
+        return reproduce(trace)
+    if part == "shape":
+        return (shape, reproduce(trace, shape))
+    steps = ablation_steps()
+    chosen = steps[:4] if part == "ablation-seed" else [*steps[4:], SIDE_STEP]
+    rows = ablation(trace, chosen)
+    # steps hold closures: keep their names and changes only
+    return [(Step(st.name, st.change, _no_run), r) for st, r in rows]
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
+    import pickle
 
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--out", default="docs/seed_reproduction.md")
-    p.add_argument("--no-ablation", action="store_true", help="only the validation")
-    p.add_argument("--other-shape", default="4x4x8", help="second shape ('' to skip)")
-    p.add_argument("--notes", default="", help="a markdown file whose text goes below the table")
-    p.add_argument("--cache", default="", help="pickle of the runs (reused if present)")
+    p.add_argument("--other-shape", default="4x4x8", help="second shape")
+    p.add_argument(
+        "--notes", default="docs/seed_reproduction_notes.md", help="markdown below the table"
+    )
+    p.add_argument(
+        "--part",
+        choices=PARTS,
+        action="append",
+        help="compute only these parts into --cache (default: all, then write --out)",
+    )
+    p.add_argument("--cache", default="", help="folder of the parts' results (reused if present)")
     args = p.parse_args(argv)
     ref = load_reference()
     cache = Path(args.cache) if args.cache else None
-    if cache is not None and cache.is_file():
-        import pickle
-
-        ours, other, rows = pickle.loads(cache.read_bytes())
-    else:
-        trace = seed_week()
-        ours = {}
-        for name, pol in REFERENCE_POLICIES.items():
-            ours[name] = run_seed_policy(trace, "4x2x8", pol)
-            f = ours[name]
-            figs = f"{f.makespan_h:9.1f} {f.mean_jct_h:8.1f} {f.total_comm_h:9.1f}"
-            print(f"{name:<20} {figs}  cpu {f.cpu_s:.0f}s", flush=True)
-        other = None
-        if args.other_shape:
-            other = (args.other_shape, reproduce(trace, args.other_shape))
-        rows = None if args.no_ablation else ablation(trace)
-        if cache is not None:
-            import pickle
-
-            # steps hold closures: keep their names and changes only
-            plain = [(Step(s.name, s.change, _no_run), r) for s, r in rows] if rows else rows
-            cache.write_bytes(pickle.dumps((ours, other, plain)))
-    notes = Path(args.notes).read_text(encoding="utf-8") if args.notes else ""
-    Path(args.out).write_text(markdown(ours, ref, other, rows, notes), encoding="utf-8")
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+    results: dict[str, object] = {}
+    trace: Trace | None = None
+    for part in args.part or PARTS:
+        path = cache / f"{part}.pkl" if cache is not None else None
+        if path is not None and path.is_file():
+            results[part] = pickle.loads(path.read_bytes())
+            continue
+        trace = trace or seed_week()
+        results[part] = _compute(part, trace, args.other_shape)
+        if path is not None:
+            path.write_bytes(pickle.dumps(results[part]))
+    if args.part:
+        return 0
+    ours = results["validation"]
+    for name, f in ours.items():  # type: ignore[union-attr]
+        figs = f"{f.makespan_h:9.1f} {f.mean_jct_h:8.1f} {f.total_comm_h:9.1f}"
+        print(f"{name:<20} {figs}  cpu {f.cpu_s:.0f}s")
+    rows = [*results["ablation-seed"], *results["ablation-engine"]]  # type: ignore[misc]
+    notes_path = Path(args.notes) if args.notes else None
+    notes = notes_path.read_text(encoding="utf-8") if notes_path and notes_path.is_file() else ""
+    text = markdown(ours, ref, results["shape"], rows, notes)  # type: ignore[arg-type]
+    Path(args.out).write_text(text, encoding="utf-8")
     print(f"wrote {args.out}")
     return 0
