@@ -198,6 +198,7 @@ def test_seed_mode_tiresias_reproduces_the_authors_makespan_and_comm():
 @needs_table
 def test_engine_perf_source_seed_astra_runs_at_the_table_slowdown():
     from ddl_gym.baselines import make_policy
+
     from ddl_gym.engine import simulate
 
     tr = _trace([("a", 0.0, 8, "mobilenet_v3", 80_000, 0.001)])
@@ -207,3 +208,15 @@ def test_engine_perf_source_seed_astra_runs_at_the_table_slowdown():
     assert res.jobs["comm_s"].iloc[0] == pytest.approx(80_000 * 0.001 * (d - 1) / 8)
     with pytest.raises(ValueError, match="perf_source"):
         simulate(tr, "seed64", make_policy("fifo"), perf_source="astra")
+
+
+def test_validation_table_marks_differences_beyond_ten_percent():
+    from ddl_gym.seed_repro import Figures, validation_table
+
+    ref = {n: Figures(100.0, 10.0, 50.0) for n in ("Dally auto-tuned", "Dally fixed timers")}
+    ref["Tiresias"] = Figures(100.0, 10.0, 50.0)
+    ours = {n: Figures(109.0, 11.5, 45.0) for n in ref}
+    text = validation_table(ours, ref)
+    rows = [line for line in text.splitlines() if line.startswith("| Tiresias")]
+    assert [r.rsplit("|", 2)[-2].strip() for r in rows] == ["yes", "**no**", "yes"]
+    assert "+9.0%" in rows[0] and "+15.0%" in rows[1] and "-10.0%" in rows[2]
