@@ -115,7 +115,7 @@ def _engine_step(**engine: object) -> Callable[[Trace, str], Figures | None]:
         from ddl_gym.baselines import make_policy
 
         pol = make_policy(policy)
-        kwargs = {**pol.engine_kwargs(), "record_series": False, **engine}
+        kwargs = {"record_series": False, **engine}
         t0 = time.process_time()
         result = simulate(trace, "seed64", pol, **kwargs)
         return Figures.of(result.summary, time.process_time() - t0)
