@@ -68,6 +68,12 @@ class Scenario:
         policies: policies ``compare`` runs (empty: every registered one).
         congestions: congestion levels ``compare`` sweeps (empty: ``congestion``).
         seeds: seeds ``compare`` runs (workload and policy seeds).
+        mode: ``default`` (our engine) or ``seed`` (the seed-faithful
+            simulator, ``ddl_gym.seed_sim``: the authors' batches, leases,
+            offers, placement and policies; policies ``dally``,
+            ``dally-1-2``, ``tiresias``).
+        perf_source: ``closed_form`` or ``seed_astra`` (the authors' slowdown
+            table); None: ``seed_astra`` in seed mode, ``closed_form`` else.
     """
 
     name: str
@@ -85,6 +91,8 @@ class Scenario:
     policies: tuple[str, ...] = ()
     congestions: tuple[str | float, ...] = ()
     seeds: tuple[int, ...] = (0,)
+    mode: str = "default"
+    perf_source: str | None = None
 
     # -- what the engine takes -----------------------------------------------
     def build_cluster(self) -> Cluster:
@@ -129,7 +137,23 @@ class Scenario:
             if value is not None:
                 out[key] = value
         out["congestion"] = self.congestion
+        if self.perf_source is not None:
+            out["perf_source"] = self.perf_source
         return out
+
+    def seed_switches(self):
+        """The seed-faithful simulator's switches for this scenario (seed mode)."""
+        from ddl_gym.seed_sim import SeedSwitches
+
+        changes: dict[str, Any] = {"congestion": self.congestion}
+        if self.perf_source is not None:
+            changes["perf"] = self.perf_source
+        for key in ("lease_s", "tick_s"):
+            if getattr(self, key) is not None:
+                changes[key] = getattr(self, key)
+        if self.restore_s_per_gpu is not None:
+            changes["checkpoint_s_per_gpu"] = self.restore_s_per_gpu
+        return SeedSwitches(**changes)
 
     @property
     def grid_congestions(self) -> tuple[str | float, ...]:
@@ -206,6 +230,17 @@ SCENARIOS: dict[str, Scenario] = {
             fabric="seed",
             congestion="heavy",
             congestions=("none", "moderate", "heavy"),
+        ),
+        Scenario(
+            name="seed-artist",
+            description="seed-faithful mode: the authors' simulator (slowdown table, "
+            "1,000-iteration batches, 20 s leases, first fit) on the seed week, 4x2x8, "
+            "no congestion (needs the data dir)",
+            trace="seed-week",
+            cluster="4x2x8",
+            congestion="none",
+            mode="seed",
+            policies=("dally", "dally-1-2", "tiresias"),
         ),
         Scenario(
             name="philly-week-512",
@@ -312,6 +347,16 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scena
         )
     if "congestion" in d:
         _congestion_ok(d["congestion"], source, "congestion")
+    if "mode" in d:
+        _check(d["mode"] in ("default", "seed"), source, "mode", "'default' or 'seed'", d["mode"])
+    if "perf_source" in d:
+        _check(
+            d["perf_source"] in ("closed_form", "seed_astra"),
+            source,
+            "perf_source",
+            "'closed_form' or 'seed_astra'",
+            d["perf_source"],
+        )
     for key in ("policies", "congestions", "seeds"):
         if key in d:
             _check(isinstance(d[key], (list, tuple)), source, key, "a list", d[key])

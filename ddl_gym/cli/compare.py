@@ -191,6 +191,8 @@ def compare_workload(scenario: Scenario) -> str | None:
     on that workload's cluster with no engine overrides."""
     from ddl_gym.experiments import grid as wgrid
 
+    if scenario.mode != "default" or scenario.perf_source is not None:
+        return None
     overrides = (scenario.fabric, scenario.lease_s, scenario.tick_s)
     if any(v is not None for v in overrides) or scenario.restore_s_per_gpu is not None:
         return None

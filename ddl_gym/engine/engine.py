@@ -72,6 +72,12 @@ class Engine:
         restore_s_per_gpu: preemption cost, paid at the next start.
         clairvoyant: whether policies may read remaining work.
         record_series: keep the cluster time series (utilisation, queue).
+        perf_source: ``closed_form`` (our ``PerfModel``, with contention and
+            congestion) or ``seed_astra`` (the seed authors' per-placement
+            slowdown table, ``ddl_gym.seed_astra``; no contention, and slots
+            filled whole since the engine tracks GPU counts, not GPUs).
+        contention: cross-rack jobs share rack uplinks (False: each job
+            sees a whole uplink, as in the seed's model).
     """
 
     def __init__(
@@ -85,6 +91,8 @@ class Engine:
         restore_s_per_gpu: float = 1.0,
         clairvoyant: bool = True,
         record_series: bool = True,
+        perf_source: str = "closed_form",
+        contention: bool = True,
     ) -> None:
         self.cluster = get_cluster(cluster)
         self.congestion = get_congestion(congestion)
@@ -99,6 +107,16 @@ class Engine:
         self.clairvoyant = clairvoyant
         self.record_series = record_series
         self.perf = PerfModel(self.cluster)
+        self.contention = contention
+        self.seed_table = None
+        if perf_source == "seed_astra":
+            from ddl_gym.seed_astra import SlowdownTable
+
+            self.seed_table = SlowdownTable.load()
+        elif perf_source != "closed_form":
+            raise ValueError(
+                f"perf_source must be 'closed_form' or 'seed_astra', got {perf_source!r}"
+            )
         self.trace = as_trace(trace)
         check_fits(self.trace, self.cluster.num_gpus)
         jobs = self.trace.jobs
@@ -299,13 +317,21 @@ class Engine:
     def _rate(self, job: Job) -> None:
         """Recompute a running job's iteration time and its completion event."""
         shape = job.shape
-        if shape.r > 1:
+        if self.seed_table is not None:
+            ar = 0.0  # unused: the table gives the slowdown directly
+        elif shape.r > 1:
             share = self.perf.uplink_share
-            bw = min(share(self.background, len(self.uplink_jobs[r])) for r in job.racks)
+            if self.contention:
+                bw = min(share(self.background, len(self.uplink_jobs[r])) for r in job.racks)
+            else:
+                bw = share(self.background, 1)
             ar = self.perf.allreduce_time(job.model, shape, bw, self._uplink_alpha)
         else:
             ar = self.perf.allreduce_time(job.model, shape)
-        exposed = self.perf.exposed_comm(job.model, job.t_compute, ar)
+        if self.seed_table is not None:
+            exposed = job.t_compute * (self._seed_slowdown(job) - 1.0)
+        else:
+            exposed = self.perf.exposed_comm(job.model, job.t_compute, ar)
         job.exposed = exposed
         job.t_iter = job.t_compute * job.straggle + exposed
         job.rate = job.gpus / job.t_iter
@@ -313,6 +339,12 @@ class Engine:
         begin = max(self.now, job.busy_until)
         finish = begin + (job.iterations - job.progress) / job.rate
         self._push(finish, COMPLETION, job.index, job.version)
+
+    def _seed_slowdown(self, job: Job) -> float:
+        from ddl_gym.seed_astra import SEED_GPUS_PER_SLOT, compact_counts
+
+        counts = compact_counts(job.placement, self.cluster.servers_per_rack, SEED_GPUS_PER_SLOT)
+        return self.seed_table.slowdown(job.model, *counts)
 
     def _rerate_uplinks(self, racks: Sequence[int], skip: int = -1) -> None:
         affected: set[int] = set()

@@ -53,6 +53,11 @@ def run_simulation(
     """Simulate ``policy`` on ``scenario`` (workload drawn with ``seed``)."""
     cluster = scenario.build_cluster()
     trace = scenario.build_trace(seed)
+    if scenario.mode == "seed":
+        from ddl_gym.seed_sim import run_seed
+
+        result = run_seed(trace, cluster, policy, scenario.seed_switches())
+        return SimRun(result, None, cluster, trace.name, len(trace))
     # simulate() adds the policy's own engine_kwargs(); the scenario's fixed
     # settings override them (with a PolicyEngineWarning where they differ)
     result = simulate(trace, cluster, policy, seed=seed, **scenario.engine_kwargs())
@@ -60,16 +65,30 @@ def run_simulation(
     return SimRun(result, placements, cluster, trace.name, len(trace))
 
 
+def _cell_scenario(scenario: dict[str, Any], congestion: str | float) -> Scenario:
+    from ddl_gym.scenarios import scenario_from_dict
+
+    return scenario_from_dict({**scenario, "congestion": congestion}, source="cell")
+
+
+def _cell_policy(scenario: Scenario, name: str) -> Any:
+    """A policy by name: the seed-faithful simulator's own in seed mode."""
+    if scenario.mode == "seed":
+        from ddl_gym.seed_sim import make_seed_policy
+
+        return make_seed_policy(name)
+    from ddl_gym.experiments.grid import policy_from_name
+
+    return policy_from_name(name)
+
+
 def simulate_cell(
     scenario: dict[str, Any], policy: str, congestion: str | float, seed: int = 0
 ) -> dict[str, Any]:
     """One grid cell as a pure function of plain data (picklable for Ray):
     the cell's keys and its summary metrics."""
-    from ddl_gym.cli.common import make_policy
-    from ddl_gym.scenarios import scenario_from_dict
-
-    s = scenario_from_dict({**scenario, "congestion": congestion}, source="cell")
-    sim = run_simulation(s, make_policy(policy), seed=seed, record_placements=False)
+    s = _cell_scenario(scenario, congestion)
+    sim = run_simulation(s, _cell_policy(s, policy), seed=seed, record_placements=False)
     keys = {"policy": policy, "workload": sim.trace_name, "congestion": str(congestion)}
     return {**keys, "seed": seed, **sim.result.summary}
 
@@ -82,11 +101,8 @@ def compare_cell(
 ) -> dict[str, Any]:
     """``simulate_cell`` plus the cell's per-job table under ``"job_table"`` (for
     JCT distributions)."""
-    from ddl_gym.experiments.grid import policy_from_name
-    from ddl_gym.scenarios import scenario_from_dict
-
-    s = scenario_from_dict({**scenario, "congestion": congestion}, source="cell")
-    sim = run_simulation(s, policy_from_name(policy), seed=seed, record_placements=False)
+    s = _cell_scenario(scenario, congestion)
+    sim = run_simulation(s, _cell_policy(s, policy), seed=seed, record_placements=False)
     keys = {"policy": policy, "workload": sim.trace_name, "congestion": str(congestion)}
     jobs = sim.result.jobs[list(JOB_FIELDS)].reset_index(drop=True)
     return {**keys, "seed": seed, **sim.result.summary, "job_table": jobs}

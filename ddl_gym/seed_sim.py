@@ -1,0 +1,638 @@
+"""Seed-faithful mode: the job, lease and offer semantics of the seed's simulator.
+
+The seed paper's simulator (ArtISt-sim, aakash-sharma/cluster-sim @ 4cd660e)
+differs from our default engine in how a job progresses, how GPUs are leased
+and re-offered and where a job is put, not only in its performance model.
+``DESIGN.md`` section 1.1 states those semantics; this module re-states them
+(facts, not the authors' code) as an event loop over individual GPUs, with
+every difference to our default model a named switch (:class:`SeedSwitches`):
+
+* **batches** (``batch_iterations``): a job on ``N`` GPUs whose placement has
+  slowdown ``d`` advances ``batch_iterations x N`` iterations every
+  ``t_c x batch_iterations x d`` seconds; its ideal run time is single-GPU
+  work / ``N``. Decisions happen only at batch ends and events.
+* **leases** (``lease_s``): GPUs are granted for ``lease_s``. At the end of a
+  batch a job gives back its GPUs if the lease has expired or would expire
+  before ``batch / N`` more seconds (the seed's look-ahead divides the next
+  batch by the GPU count); it then waits again (its wait clock restarts) and
+  competes in the next offer like any waiting job.
+* **checkpoint** (``checkpoint_s_per_gpu``): released GPUs become free
+  ``checkpoint_s_per_gpu x N`` seconds later (nobody can use them meanwhile).
+* **offers** (``tick_s``): on arrivals, GPUs becoming free and a ``tick_s``
+  tick while jobs wait, all free GPUs are offered to the waiting jobs in the
+  policy's priority order, gang (all or nothing).
+* **placement** (``placement``): ``first_fit`` takes the first domain in
+  cluster order (slot, machine, then rack and anywhere as the policy allows)
+  and the first free GPUs in it; ``best_fit`` uses our engine's packer.
+* **performance** (``perf``): ``seed_astra`` looks the slowdown of the exact
+  GPU set up in the authors' table (:mod:`ddl_gym.seed_astra`, no
+  contention); ``closed_form`` uses our :class:`~ddl_gym.perf.PerfModel`,
+  with ``contention`` sharing rack uplinks among the cross-rack jobs running
+  when a lease starts and ``congestion`` as background traffic.
+
+Policies (:class:`SeedDally`, :class:`SeedTiresias`) are the seed's: Dally
+orders by time-averaged placement efficiency (new jobs 0; ties: fewer GPUs
+held, earlier last assignment, lower id) with delay timers counted in leases
+from the last resource change and an optional auto-tuner whose history
+``H`` is counted in leases; Tiresias orders by attained GPU service (least
+first) and keeps a static set of consolidation-sensitive models within a rack.
+
+The loop is one event per lease (not per batch): the batches a job runs
+within one lease are summed in closed form, so the seed week's ~11,000 h
+makespan takes seconds of CPU, not hours.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import insort
+from collections import deque
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import pandas as pd
+
+from ddl_gym.engine.metrics import Result, summarize
+from ddl_gym.perf import Level, PerfModel, Shape
+from ddl_gym.seed_astra import SEED_GPUS_PER_SLOT, SlowdownTable
+from ddl_gym.topology import Cluster, get_cluster, get_congestion
+from ddl_gym.traces import Trace, check_fits
+
+FREE, END, ARRIVAL, LEASE, TICK = range(5)
+EPS = 1e-9
+
+
+@dataclass(frozen=True)
+class SeedSwitches:
+    """Every difference between the seed's simulator and our default model.
+
+    The defaults are the seed's (ArtISt-sim as run for the reference results).
+    """
+
+    perf: str = "seed_astra"  # or "closed_form"
+    contention: bool = False  # closed_form only: share rack uplinks
+    congestion: str | float = "none"  # closed_form only: background traffic
+    placement: str = "first_fit"  # or "best_fit"
+    batch_iterations: int = 1000  # 0: continuous progress (no batches)
+    lease_s: float = 20.0
+    checkpoint_s_per_gpu: float = 1.0
+    tick_s: float = 60.0
+    offer_scope: str = "all"  # "released": GPUs freed by a release are offered alone
+    checkpoint_on_completion: bool = True  # a finished job's GPUs wait too
+    offer_on_lease_expiry: bool = True  # a lease's end is an offer point
+    gpus_per_slot: int = SEED_GPUS_PER_SLOT
+
+    def __post_init__(self) -> None:
+        if self.perf not in ("seed_astra", "closed_form"):
+            raise ValueError(f"perf must be 'seed_astra' or 'closed_form', got {self.perf!r}")
+        if self.placement not in ("first_fit", "best_fit"):
+            raise ValueError(f"placement must be 'first_fit' or 'best_fit', got {self.placement!r}")
+        if self.perf == "seed_astra" and (self.contention or get_congestion(self.congestion).at(0)):
+            raise ValueError("seed_astra has no contention or congestion: use perf='closed_form'")
+        for name in ("lease_s", "tick_s"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.batch_iterations < 0 or self.checkpoint_s_per_gpu < 0:
+            raise ValueError("batch_iterations and checkpoint_s_per_gpu must be >= 0")
+
+
+def as_cluster(cluster: Cluster | str) -> Cluster:
+    """A ``Cluster``, a preset name or ``"RxSxG"`` (racks x machines x GPUs)."""
+    return get_cluster(cluster)
+
+
+# -- policies ----------------------------------------------------------------
+@dataclass
+class _History:
+    """Waits (in leases) of one (GPU demand, level), oldest first."""
+
+    samples: deque = field(default_factory=deque)
+    total: float = 0.0
+    total_sq: float = 0.0
+
+    def add(self, t: float, wait: float) -> None:
+        self.samples.append((t, wait))
+        self.total += wait
+        self.total_sq += wait * wait
+
+    def spread(self, horizon: float) -> int:
+        while self.samples and self.samples[0][0] < horizon:
+            _, w = self.samples.popleft()
+            self.total -= w
+            self.total_sq -= w * w
+        n = len(self.samples)
+        if not n:
+            return 1
+        mean = self.total / n
+        std = math.sqrt(max(0.0, self.total_sq / n - mean * mean))
+        return math.ceil(mean + 2.0 * std - 1e-9)
+
+
+@dataclass
+class SeedDally:
+    """Dally as the seed runs it. ``auto_tune``: timers from the history of
+    waits (window ``history`` leases; caps ``ceil(0.8 history)`` and
+    ``history``; floors 6 and 12; only waits of >= 1 lease recorded);
+    otherwise fixed ``rack_timer`` / ``network_timer`` leases.
+    ``skip_waits``: ``none`` (every wider placement waits for its timer, as
+    the seed's code reads), ``network`` (a job larger than a rack, which can
+    only cross racks, does not wait) or ``all`` (also a job larger than a
+    machine skips the machine wait: the paper's wording)."""
+
+    rack_timer: float = 1.0
+    network_timer: float = 2.0
+    auto_tune: bool = False
+    history: int = 24
+    skip_waits: str = "none"
+    timer_clock: str = "release"  # "arrival": timers count from arrival, not release
+    name: str = "dally"
+    _hist: dict[tuple[int, int], _History] = field(default_factory=dict, repr=False)
+
+    def reset(self) -> None:
+        self._hist = {}
+
+    def key(self, sim: SeedSim, j: int) -> tuple:
+        busy = sim.gpu_time[j]
+        eff = sim.comp_time[j] / busy if busy > 0 else 0.0
+        return (eff, 0, sim.last_assign[j], j)
+
+    def timers(self, sim: SeedSim, gpus: int) -> tuple[float, float]:
+        if not self.auto_tune:
+            return self.rack_timer, self.network_timer
+        H = self.history
+        horizon = sim.now - H * sim.sw.lease_s
+        m = self._hist.get((gpus, Level.MACHINE))
+        r = self._hist.get((gpus, Level.RACK))
+        ms = m.spread(horizon) if m else 1
+        rs = r.spread(horizon) if r else 1
+        return min(math.ceil(0.8 * H), max(6, ms)), min(H, max(12, rs))
+
+    def _since(self, sim: SeedSim, j: int) -> float:
+        start = sim.arrival[j] if self.timer_clock == "arrival" else sim.last_assign[j]
+        return (sim.now - start) / sim.sw.lease_s
+
+    def widest(self, sim: SeedSim, j: int) -> Level:
+        waited = self._since(sim, j) + EPS
+        rack_t, net_t = self.timers(sim, sim.n[j])
+        if self.skip_waits != "none":
+            tight = sim.size_level(sim.n[j])
+            if tight == Level.NETWORK:
+                return Level.NETWORK
+            if tight == Level.RACK and self.skip_waits == "all":
+                return Level.NETWORK if waited >= net_t else Level.RACK
+        if waited >= net_t:
+            return Level.NETWORK
+        if waited >= rack_t:
+            return Level.RACK
+        return Level.MACHINE
+
+    def placed(self, sim: SeedSim, j: int, level: Level) -> None:
+        if not self.auto_tune or level == Level.NETWORK:
+            return
+        wait = self._since(sim, j)
+        if wait >= 1.0 - EPS:
+            self._hist.setdefault((sim.n[j], level), _History()).add(sim.now, wait)
+
+
+# The seed's static consolidation-sensitive class (DESIGN.md section 1.1).
+SEED_SENSITIVE = frozenset({"vgg11", "alexnet", "mobilenet_v3"})
+
+
+@dataclass
+class SeedTiresias:
+    """Tiresias as the seed runs it: least attained GPU service first (counted
+    per started batch); ``sensitive`` models never cross racks unless larger
+    than a rack; the others take the tightest first-fitting domain at any
+    level or, with ``insensitive_anywhere``, simply the first free GPUs in
+    cluster order (closer to the authors' figures without it)."""
+
+    sensitive: frozenset[str] = SEED_SENSITIVE
+    insensitive_anywhere: bool = False
+    name: str = "tiresias"
+
+    def reset(self) -> None:
+        pass
+
+    def key(self, sim: SeedSim, j: int) -> tuple:
+        return (sim.service[j], 0, sim.last_assign[j], j)
+
+    def widest(self, sim: SeedSim, j: int) -> Level:
+        tight = sim.size_level(sim.n[j])
+        if sim.model[j] in self.sensitive and tight < Level.NETWORK:
+            return Level.RACK
+        return Level.NETWORK
+
+    def anywhere(self, sim: SeedSim, j: int) -> bool:
+        return self.insensitive_anywhere and sim.model[j] not in self.sensitive
+
+    def placed(self, sim: SeedSim, j: int, level: Level) -> None:
+        pass
+
+
+SEED_POLICIES = ("dally", "dally-1-2", "tiresias")
+
+
+def make_seed_policy(name: str, **kwargs: Any) -> SeedDally | SeedTiresias:
+    """``dally`` (auto-tuned, H = 24 leases), ``dally-1-2`` (fixed timers),
+    ``tiresias``."""
+    if name == "dally":
+        return SeedDally(**{"auto_tune": True, **kwargs})
+    if name == "dally-1-2":
+        return SeedDally(**{"rack_timer": 1, "network_timer": 2, "name": "dally-1-2", **kwargs})
+    if name == "tiresias":
+        return SeedTiresias(**kwargs)
+    raise ValueError(f"no seed-mode policy {name!r}; known: {', '.join(SEED_POLICIES)}")
+
+
+# -- the simulator -------------------------------------------------------------
+class SeedSim:
+    """One run of the seed-faithful mode. ``run()`` returns the per-job table
+    and summary in our engine's format (``ddl_gym.engine.metrics``)."""
+
+    def __init__(
+        self,
+        trace: Trace,
+        cluster: Cluster | str,
+        policy: SeedDally | SeedTiresias,
+        switches: SeedSwitches | None = None,
+        table: SlowdownTable | None = None,
+    ) -> None:
+        self.cluster = c = as_cluster(cluster)
+        self.sw = sw = switches or SeedSwitches()
+        self.policy = policy
+        check_fits(trace, c.num_gpus)
+        jobs = trace.jobs
+        self.ids = [str(x) for x in jobs["job_id"]]
+        self.arrival = jobs["arrival_s"].astype(float).tolist()
+        self.n = jobs["gpus"].astype(int).tolist()
+        self.model = [str(x) for x in jobs["model"]]
+        self.iters = jobs["iterations"].astype(float).tolist()
+        self.tpi = jobs["iter_time_s"].astype(float).tolist()
+        self.table = (table or SlowdownTable.load()) if sw.perf == "seed_astra" else None
+        self.perf = PerfModel(c) if sw.perf == "closed_form" else None
+        self.background = get_congestion(sw.congestion).at(0.0)
+        G, S = c.gpus_per_server, c.servers_per_rack
+        # GPU g in cluster order: rack, machine, slot
+        self.loc = [
+            (g // (G * S), g // G, (g // G) * 10_000 + (g % G) // sw.gpus_per_slot)
+            for g in range(c.num_gpus)
+        ]
+        self._sd_cache: dict[tuple, float] = {}
+
+    def size_level(self, gpus: int) -> Level:
+        c = self.cluster
+        if gpus <= c.gpus_per_server:
+            return Level.MACHINE
+        if gpus <= c.gpus_per_rack:
+            return Level.RACK
+        return Level.NETWORK
+
+    # -- performance ---------------------------------------------------------
+    def slowdown(self, j: int, gpus: list[int]) -> float:
+        n = len(gpus)
+        if n <= 1:
+            return 1.0
+        loc = self.loc
+        racks = {loc[g][0] for g in gpus}
+        machines = {loc[g][1] for g in gpus}
+        if self.table is not None:
+            slots = len({loc[g][2] for g in gpus})
+            key = (self.model[j], n, len(racks), len(machines), slots)
+            sd = self._sd_cache.get(key)
+            if sd is None:
+                sd = self._sd_cache[key] = self.table.slowdown(*key)
+            return sd
+        S = self.cluster.servers_per_rack
+        per_server: dict[int, int] = {}
+        per_rack: dict[int, int] = {}
+        for g in gpus:
+            per_server[loc[g][1]] = per_server.get(loc[g][1], 0) + 1
+        for m in per_server:
+            per_rack[m // S] = per_rack.get(m // S, 0) + 1
+        shape = Shape(n=n, g=max(per_server.values()), s=max(per_rack.values()), r=len(racks))
+        perf = self.perf
+        assert perf is not None
+        bw = alpha = None
+        if shape.r > 1:
+            sharing = 1
+            if self.sw.contention:
+                sharing = 1 + max(self.uplink[r] for r in racks)
+            bw = perf.uplink_share(self.background, sharing)
+            alpha = perf.uplink_latency(self.background)
+        tc = self.tpi[j]
+        return perf.iter_time(self.model[j], tc, shape, bw, alpha) / tc
+
+    # -- placement -------------------------------------------------------------
+    def _first_free(self, lo: int, hi: int, k: int) -> list[int]:
+        free = self.free
+        out = []
+        for g in range(lo, hi):
+            if free[g]:
+                out.append(g)
+                if len(out) == k:
+                    break
+        return out
+
+    def find(self, j: int, widest: Level, anywhere: bool = False) -> tuple[list[int], Level] | None:
+        c = self.cluster
+        k = self.n[j]
+        if k > self.n_free:
+            return None
+        G, S = c.gpus_per_server, c.servers_per_rack
+        if self.sw.placement == "best_fit":
+            from ddl_gym.engine.packer import find_placement
+
+            free_srv = self.free_srv
+            rack_free = [sum(free_srv[r * S : (r + 1) * S]) for r in range(c.racks)]
+            p = find_placement(list(free_srv), rack_free, S, G, k, widest)
+            if p is None:
+                return None
+            gpus: list[int] = []
+            for server, cnt in p:
+                gpus.extend(self._first_free(server * G, (server + 1) * G, cnt))
+            return gpus, self._level(gpus)
+        if anywhere:
+            gpus = self._first_free(0, c.num_gpus, k)
+            return gpus, self._level(gpus)
+        if k <= G:
+            P = self.sw.gpus_per_slot
+            if k <= P:  # the first slot holding it
+                for s0 in range(0, c.num_gpus, P):
+                    if sum(self.free[s0 : s0 + P]) >= k:
+                        return self._first_free(s0, s0 + P, k), Level.MACHINE
+            for m in range(c.num_servers):
+                if self.free_srv[m] >= k:
+                    return self._first_free(m * G, (m + 1) * G, k), Level.MACHINE
+        if widest >= Level.RACK and k <= G * S:
+            for r in range(c.racks):
+                if self.free_rack[r] >= k:
+                    gpus = self._first_free(r * G * S, (r + 1) * G * S, k)
+                    return gpus, self._level(gpus)
+        if widest >= Level.NETWORK:
+            gpus = self._first_free(0, c.num_gpus, k)
+            return gpus, self._level(gpus)
+        return None
+
+    def _level(self, gpus: list[int]) -> Level:
+        loc = self.loc
+        if len({loc[g][0] for g in gpus}) > 1:
+            return Level.NETWORK
+        if len({loc[g][1] for g in gpus}) > 1:
+            return Level.RACK
+        return Level.MACHINE
+
+    # -- events ------------------------------------------------------------------
+    def _push(self, t: float, kind: int, payload: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, kind, self._seq, payload))
+
+    def _set_gpus(self, gpus: list[int], free: bool) -> None:
+        G, S = self.cluster.gpus_per_server, self.cluster.servers_per_rack
+        d = 1 if free else -1
+        for g in gpus:
+            self.free[g] = free
+            self.free_srv[g // G] += d
+            self.free_rack[g // (G * S)] += d
+        self.n_free += d * len(gpus)
+
+    def _assign(self, j: int, gpus: list[int], level: Level) -> None:
+        sw = self.sw
+        now = self.now
+        self._set_gpus(gpus, False)
+        self.held[j] = gpus
+        self.level[j] = level
+        self.starts[j][level] += 1
+        self.queued[j] += now - self.last_assign[j]
+        if math.isnan(self.first_start[j]):
+            self.first_start[j] = now
+        racks = sorted({self.loc[g][0] for g in gpus})
+        sd = self.slowdown(j, gpus)
+        if len(racks) > 1:
+            self.job_racks[j] = racks
+            for r in racks:
+                self.uplink[r] += 1
+        n = len(gpus)
+        tc = self.tpi[j]
+        left = self.iters[j] - self.done_iters[j]
+        bi = sw.batch_iterations
+        if bi > 0:
+            batch = tc * bi * sd
+            need = math.ceil(left / (bi * n) - 1e-9)
+            # batches until the lease forces a release: the first batch end at
+            # which it has expired or would expire within batch / n
+            # (k batch > lease - batch / n; an expired lease implies it)
+            k_rel = max(1, math.floor((sw.lease_s - batch / n) / batch) + 1)
+            k = min(need, k_rel)
+            dt = k * batch
+            iters = min(left, k * bi * n)
+            finished = k >= need
+            self.service[j] += k * n * batch
+        else:
+            rate = n / (tc * sd)
+            t_done = left / rate
+            dt = min(t_done, sw.lease_s)
+            finished = t_done <= sw.lease_s + EPS
+            iters = left if finished else dt * rate
+            self.service[j] += n * dt
+        self._push(now + dt, END, (j, iters, dt, dt / sd, finished))
+        if sw.offer_on_lease_expiry and dt > sw.lease_s:
+            self._push(now + sw.lease_s, LEASE, None)
+
+    def _end(self, j: int, iters: float, dt: float, comp: float, finished: bool) -> None:
+        gpus = self.held[j]
+        self.held[j] = []
+        for r in self.job_racks.pop(j, ()):
+            self.uplink[r] -= 1
+        self.done_iters[j] += iters
+        self.gpu_time[j] += dt
+        self.comp_time[j] += comp
+        self.last_assign[j] = self.now
+        delay = self.sw.checkpoint_s_per_gpu * len(gpus)
+        if finished and not self.sw.checkpoint_on_completion:
+            delay = 0.0
+        if delay > 0:
+            self._push(self.now + delay, FREE, gpus)
+        else:
+            self._set_gpus(gpus, True)
+            self._offer_due = True
+            self._released_now.extend(gpus)
+        if finished:
+            self.end[j] = self.now
+            self.n_done += 1
+        else:
+            insort(self.waiting, (self.policy.key(self, j), j))
+
+    def _offer_only(self, gpus: list[int]) -> None:
+        """Offer only ``gpus`` (the seed offers a release's GPUs on their own)."""
+        scope = set(gpus)
+        others = [g for g in range(len(self.free)) if self.free[g] and g not in scope]
+        self._set_gpus(others, False)
+        try:
+            self._offer()
+        finally:
+            self._set_gpus(others, True)
+
+    def _offer(self) -> None:
+        policy = self.policy
+        placed: list[int] = []
+        for pos, (_, j) in enumerate(self.waiting):
+            if self.n_free == 0:
+                break
+            if self.n[j] > self.n_free:
+                continue
+            anywhere = isinstance(policy, SeedTiresias) and policy.anywhere(self, j)
+            got = self.find(j, policy.widest(self, j), anywhere)
+            if got is None:
+                continue
+            gpus, level = got
+            policy.placed(self, j, level)
+            self._assign(j, gpus, level)
+            placed.append(pos)
+        for pos in reversed(placed):
+            del self.waiting[pos]
+
+    def run(self, max_events: int = 50_000_000) -> pd.DataFrame:
+        c = self.cluster
+        J = len(self.ids)
+        self.now = 0.0
+        self.free = [True] * c.num_gpus
+        self.free_srv = [c.gpus_per_server] * c.num_servers
+        self.free_rack = [c.gpus_per_rack] * c.racks
+        self.n_free = c.num_gpus
+        self.uplink = [0] * c.racks
+        self.job_racks: dict[int, list[int]] = {}
+        self.held: list[list[int]] = [[] for _ in range(J)]
+        self.level: list[Level | None] = [None] * J
+        self.starts = [[0, 0, 0] for _ in range(J)]
+        self.done_iters = [0.0] * J
+        self.gpu_time = [0.0] * J
+        self.comp_time = [0.0] * J
+        self.service = [0.0] * J
+        self.queued = [0.0] * J
+        self.last_assign = list(self.arrival)
+        self.first_start = [math.nan] * J
+        self.end = [math.nan] * J
+        self.n_done = 0
+        self.waiting: list[tuple[tuple, int]] = []
+        self._heap: list = []
+        self._seq = 0
+        self._tick_at: float | None = None
+        self.policy.reset()
+        self.events = 0
+        for j in range(J):
+            self._push(self.arrival[j], ARRIVAL, j)
+        heap = self._heap
+        while heap:
+            t = heap[0][0]
+            self.now = t
+            self._offer_due = False
+            offer_all = False
+            released: list[int] = []
+            self._released_now = released
+            while heap and heap[0][0] == t:
+                _, kind, _, payload = heapq.heappop(heap)
+                self.events += 1
+                if kind == END:
+                    self._end(*payload)
+                elif kind == FREE:
+                    self._set_gpus(payload, True)
+                    released.extend(payload)
+                    self._offer_due = True
+                elif kind == ARRIVAL:
+                    insort(self.waiting, (self.policy.key(self, payload), payload))
+                    self._offer_due = offer_all = True
+                elif kind == LEASE:
+                    self._offer_due = offer_all = True
+                elif kind == TICK and t == self._tick_at:
+                    self._tick_at = None
+                    self._offer_due = offer_all = True
+            if self.events > max_events:
+                raise RuntimeError(f"seed mode: more than {max_events} events at t={t:.6g}s")
+            if self._offer_due and self.waiting and self.n_free:
+                if self.sw.offer_scope == "released" and not offer_all and released:
+                    self._offer_only(released)
+                else:
+                    self._offer()
+            if self.waiting and self._tick_at is None:
+                self._tick_at = t + self.sw.tick_s
+                self._push(self._tick_at, TICK, None)
+            if self.n_done == J:
+                break
+        if self.n_done != J:
+            raise RuntimeError(f"seed mode stalled: {J - self.n_done} job(s) never finished")
+        return self._jobs_table()
+
+    def _jobs_table(self) -> pd.DataFrame:
+        rows = []
+        for j in range(len(self.ids)):
+            ideal = self.tpi[j] * self.iters[j] / self.n[j]
+            run = self.gpu_time[j]
+            lvl = self.level[j]
+            rows.append(
+                {
+                    "job_id": self.ids[j],
+                    "model": self.model[j],
+                    "gpus": self.n[j],
+                    "arrival_s": self.arrival[j],
+                    "start_s": self.first_start[j],
+                    "end_s": self.end[j],
+                    "jct_s": self.end[j] - self.arrival[j],
+                    "queueing_s": self.end[j] - self.arrival[j] - run,
+                    "run_s": run,
+                    "gpu_time_s": run * self.n[j],
+                    "compute_s": ideal,
+                    # their communication metric: wall running time - ideal compute
+                    "comm_s": run - ideal,
+                    "overhead_s": 0.0,
+                    "ideal_s": ideal,
+                    "preemptions": sum(self.starts[j]) - 1,
+                    "level": lvl.name.lower() if lvl is not None else "",
+                    "starts_machine": self.starts[j][0],
+                    "starts_rack": self.starts[j][1],
+                    "starts_network": self.starts[j][2],
+                }
+            )
+        return pd.DataFrame(rows)
+
+
+def run_seed(
+    trace: Trace,
+    cluster: Cluster | str,
+    policy: str | SeedDally | SeedTiresias,
+    switches: SeedSwitches | None = None,
+    table: SlowdownTable | None = None,
+    **policy_kwargs: Any,
+) -> Result:
+    """Simulate ``trace`` in the seed-faithful mode (see module docstring).
+
+    Returns our engine's ``Result`` (no time series or placement history);
+    ``comm_s`` per job is the seed's communication metric, wall running time
+    minus ideal compute time, and the summary adds ``comm_h`` (its sum in
+    hours) and ``events``."""
+    if isinstance(policy, str):
+        policy = make_seed_policy(policy, **policy_kwargs)
+    sim = SeedSim(trace, cluster, policy, switches, table)
+    jobs = sim.run()
+    series = pd.DataFrame(columns=["time_s", "used_gpus", "queue_length", "running", "background"])
+    summary = summarize(jobs, series, sim.cluster.num_gpus)
+    summary["comm_h"] = float(jobs["comm_s"].sum()) / 3600.0
+    summary["events"] = float(sim.events)
+    return Result(jobs, series, summary)
+
+
+def with_switch(sw: SeedSwitches, **changes: Any) -> SeedSwitches:
+    return replace(sw, **changes)
+
+
+__all__ = [
+    "SEED_POLICIES",
+    "SEED_SENSITIVE",
+    "SeedDally",
+    "SeedSim",
+    "SeedSwitches",
+    "SeedTiresias",
+    "make_seed_policy",
+    "run_seed",
+    "with_switch",
+]

@@ -1,0 +1,222 @@
+"""Seed-faithful mode: the authors' slowdown mapping and the seed simulator."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from ddl_gym.seed_astra import (
+    TABLE_MODELS,
+    SlowdownTable,
+    compact_counts,
+    counts,
+    dim_vector,
+)
+from ddl_gym.seed_sim import SeedSwitches, make_seed_policy, run_seed
+from ddl_gym.traces import find_data_dir
+from ddl_gym.traces.schema import make_trace
+
+DATA = find_data_dir()
+HAS_TABLE = DATA is not None and (DATA / "profiles/dally_astra/slowdowns.csv").is_file()
+needs_table = pytest.mark.skipif(not HAS_TABLE, reason="needs ../shared/data (slowdown table)")
+
+# MAPPING.md section 3: (N, R, M, S), vector, slowdown MobileNetV3 / ResNet18 / BERT
+WORKED = [
+    ((8, 1, 1, 2), (4, -1, -1, 2, -1, -1), (1.356, 1.043, 1.086)),
+    ((8, 1, 2, 2), (2, -1, -1, 2, 2, -1), (10.28, 2.055, 1.092)),
+    ((8, 1, 2, 4), (-1, -1, -1, 4, 2, -1), (10.27, 2.061, 1.087)),
+    ((8, 2, 2, 2), (-1, -1, -1, 2, 2, 2), (197.3, 28.82, 8.448)),
+    ((16, 2, 2, 4), (-1, -1, -1, 4, 2, 2), (197.4, 28.84, 8.449)),
+    ((20, 3, 3, 5), (-1, -1, -1, -1, -1, 20), (3737, 534.2, 147.6)),
+    ((20, 1, 3, 5), (-1, -1, -1, -1, 20, -1), (187.4, 27.14, 7.828)),
+    ((3, 1, 2, 3), (-1, -1, -1, -1, 3, -1), (20.09, 3.561, 1.596)),
+    ((3, 1, 1, 2), (-1, -1, -1, 3, -1, -1), (2.200, 1.014, 1.003)),
+    ((2, 2, 2, 2), (-1, -1, -1, -1, 1, 2), (197.0, 28.73, 8.441)),
+    ((24, 3, 3, 6), (-1, -1, -1, -1, 8, 3), (395.1, 57.27, 16.19)),
+]
+
+
+@pytest.mark.parametrize(("nrms", "vec", "_"), WORKED)
+def test_worked_examples_map_to_their_vectors(nrms, vec, _):
+    assert dim_vector(*nrms) == vec
+
+
+def test_counts_of_a_gpu_set():
+    # 8+8+4 on three racks, one machine each: 3 machines, 5 slots
+    locs = [(0, 0, s) for s in (0,) * 4 + (1,) * 4]
+    locs += [(1, 0, s) for s in (0,) * 4 + (1,) * 4]
+    locs += [(2, 0, 0)] * 4
+    assert counts(locs) == (20, 3, 3, 5)
+    assert compact_counts([(0, 8), (2, 8), (4, 4)], 2, 4) == (20, 3, 3, 5)
+
+
+def test_bad_counts_are_refused():
+    with pytest.raises(ValueError):
+        dim_vector(1, 1, 1, 1)
+    with pytest.raises(ValueError):
+        dim_vector(8, 2, 1, 2)  # more racks than machines
+
+
+@needs_table
+@pytest.mark.parametrize(("nrms", "vec", "expect"), WORKED)
+def test_worked_examples_slowdowns(nrms, vec, expect):
+    table = SlowdownTable.load()
+    for model, want in zip(("mobilenet_v3", "resnet18", "bert_large"), expect, strict=True):
+        got = table.slowdown(model, *nrms)
+        # MAPPING.md rounds to 4 significant digits
+        assert got == pytest.approx(want, rel=6e-4), (model, nrms)
+
+
+def _placements(racks: int, mpr: int, max_n: int = 64):
+    """One concrete GPU set (rack, machine, slot) per reachable (N, R, M, S):
+    R racks, M machines spread over them, S slots (1-2 per machine), N GPUs
+    (1-4 per slot)."""
+    for R in range(1, racks + 1):
+        for M in range(R, R * mpr + 1):
+            per_rack = [M // R + (1 if i < M % R else 0) for i in range(R)]
+            if max(per_rack) > mpr:
+                continue
+            machines = [(r, k) for r in range(R) for k in range(per_rack[r])]
+            for S in range(M, 2 * M + 1):
+                slots = [(r, k, 0) for r, k in machines]
+                slots += [(r, k, 1) for r, k in machines[: S - M]]
+                for N in range(S, min(4 * S, max_n) + 1):
+                    locs = []
+                    for i, slot in enumerate(slots):
+                        share = N // S + (1 if i < N % S else 0)
+                        locs += [slot] * share
+                    yield locs
+
+
+@needs_table
+def test_every_table_row_is_reachable_and_every_placement_is_in_the_table():
+    table = SlowdownTable.load()
+    assert table.models() == set(TABLE_MODELS.values())
+    built: set[tuple] = set()
+    for racks, mpr in ((8, 4), (4, 4), (4, 2), (2, 4), (8, 1)):
+        for locs in _placements(racks, mpr):
+            n, r, m, s = counts(locs)
+            if n < 2:
+                continue
+            vec = dim_vector(n, r, m, s)
+            assert math.prod(v for v in vec if v != -1) == n
+            built.add(vec)
+    in_table = {vec for _, vec in table.rows}
+    assert built == in_table
+    for model in TABLE_MODELS:  # every catalogue seed model has every vector
+        for vec in in_table:
+            assert table.lookup(model, vec) >= 1.0
+
+
+def test_missing_table_names_the_file(tmp_path):
+    with pytest.raises(RuntimeError, match="slowdowns.csv"):
+        SlowdownTable.load(tmp_path / "slowdowns.csv")
+
+
+# -- the seed simulator, on small hand-checked cases ------------------------------
+def _trace(rows):
+    cols = ["job_id", "arrival_s", "gpus", "model", "iterations", "iter_time_s"]
+    df = pd.DataFrame(rows, columns=cols)
+    return make_trace("t", df, "<test>", list(range(1, len(df) + 1)), {})
+
+
+@needs_table
+def test_one_job_alone_runs_whole_batches_and_pays_checkpoints():
+    # 8 GPUs of one machine, ResNet50 (slowdown 1.123...), 0.01 s/iter:
+    # batch = 0.01 * 1000 * d s; 8,000 iterations per batch; 64,000 iterations = 8 batches
+    table = SlowdownTable.load()
+    d = table.slowdown("resnet50", 8, 1, 1, 2)
+    batch = 10.0 * d
+    tr = _trace([("a", 0.0, 8, "resnet50", 64_000, 0.01)])
+    res = run_seed(tr, "4x2x8", make_seed_policy("tiresias"), SeedSwitches())
+    job = res.jobs.iloc[0]
+    # a lease of 20 s holds k batches: first k with k*batch > 20 - batch/8 -> k = 2
+    k = math.floor((20 - batch / 8) / batch) + 1
+    assert k == 2
+    cycles = 8 // k
+    # each release blocks the 8 GPUs for 8 s; the job takes them back at once
+    expect_end = cycles * k * batch + (cycles - 1) * 8.0
+    assert job["end_s"] == pytest.approx(expect_end)
+    assert job["run_s"] == pytest.approx(8 * batch)
+    assert job["comm_s"] == pytest.approx(8 * batch - 0.01 * 64_000 / 8)
+    assert job["starts_machine"] == cycles
+
+
+@needs_table
+def test_dally_gives_new_jobs_priority_and_first_fit_in_cluster_order():
+    tr = _trace(
+        [
+            ("a", 0.0, 4, "vgg11", 1_000_000, 0.01),
+            ("b", 1.0, 4, "vgg11", 4_000, 0.01),
+        ]
+    )
+    res = run_seed(tr, "1x1x8", make_seed_policy("dally"), SeedSwitches())
+    jobs = res.jobs.set_index("job_id")
+    # both fit the one machine at once: b starts on arrival, never waits
+    assert jobs.loc["b", "start_s"] == 1.0
+    assert jobs["end_s"].notna().all()
+
+
+# -- the scenario and the reproduction ------------------------------------------
+HAS_WEEK = (
+    DATA is not None and (DATA / "traces/dally/sense_500jobs_poisson_1proc-week.json").is_file()
+)
+needs_week = pytest.mark.skipif(
+    not (HAS_TABLE and HAS_WEEK), reason="needs ../shared/data (seed week and slowdown table)"
+)
+
+
+@needs_week
+@pytest.mark.parametrize("shape", ["4x2x8", "4x4x8"])
+def test_seed_artist_scenario_runs_through_compare_cells(shape):
+    from ddl_gym.experiments.cells import compare_cell
+    from ddl_gym.scenarios import SCENARIOS
+
+    scenario = SCENARIOS["seed-artist"].replace(jobs=40, cluster=shape)
+    for policy in scenario.policies:
+        cell = compare_cell(scenario.to_dict(), policy, "none")
+        assert cell["completed"] == 40
+        table = cell["job_table"]
+        assert (table["comm_s"] >= -1e-6).all()
+        assert (table["jct_s"] >= table["comm_s"]).all()
+
+
+@needs_week
+def test_seed_mode_tiresias_reproduces_the_authors_makespan_and_comm():
+    """The full seed week (about 20 s of CPU): Tiresias within 10% of the
+    authors' simulator on makespan and total communication time."""
+    from ddl_gym.seed_repro import load_reference, run_seed_policy, seed_week
+
+    ref = load_reference()["Tiresias"]
+    ours = run_seed_policy(seed_week(), "4x2x8", "tiresias")
+    assert ours.makespan_h == pytest.approx(ref.makespan_h, rel=0.10)
+    assert ours.total_comm_h == pytest.approx(ref.total_comm_h, rel=0.10)
+
+
+@needs_table
+def test_engine_perf_source_seed_astra_runs_at_the_table_slowdown():
+    from ddl_gym.baselines import make_policy
+
+    from ddl_gym.engine import simulate
+
+    tr = _trace([("a", 0.0, 8, "mobilenet_v3", 80_000, 0.001)])
+    res = simulate(tr, "seed64", make_policy("fifo"), perf_source="seed_astra")
+    d = SlowdownTable.load().slowdown("mobilenet_v3", 8, 1, 1, 2)
+    assert res.jobs["end_s"].iloc[0] == pytest.approx(80_000 * 0.001 * d / 8)
+    assert res.jobs["comm_s"].iloc[0] == pytest.approx(80_000 * 0.001 * (d - 1) / 8)
+    with pytest.raises(ValueError, match="perf_source"):
+        simulate(tr, "seed64", make_policy("fifo"), perf_source="astra")
+
+
+def test_validation_table_marks_differences_beyond_ten_percent():
+    from ddl_gym.seed_repro import Figures, validation_table
+
+    ref = {n: Figures(100.0, 10.0, 50.0) for n in ("Dally auto-tuned", "Dally fixed timers")}
+    ref["Tiresias"] = Figures(100.0, 10.0, 50.0)
+    ours = {n: Figures(109.0, 11.5, 45.0) for n in ref}
+    text = validation_table(ours, ref)
+    rows = [line for line in text.splitlines() if line.startswith("| Tiresias")]
+    assert [r.rsplit("|", 2)[-2].strip() for r in rows] == ["yes", "**no**", "yes"]
+    assert "+9.0%" in rows[0] and "+15.0%" in rows[1] and "-10.0%" in rows[2]
