@@ -150,20 +150,24 @@ class PriorityPreemptive:
         return Level.NETWORK
 
     def schedule(self, view: EngineView) -> Action:
-        pending = self._order(view, view.pending)
-        if not pending:
+        if not view.pending:
             return WAIT
-        running = self._order(view, view.running)
+        pending = self._order(view, view.pending)
+        # the running order is only needed once a waiting job does not fit
+        running: list[tuple[Any, Job]] | None = None
         # A later (worse) job of the same size and level can neither fit where
         # this one did not nor find more victims: skip it (state is fixed
         # during the pass).
         failed: set[tuple[int, Level]] = set()
+        free = view.total_free
         for pkey, job in pending:
             level = self.level_of(view, job)
             if (job.gpus, level) in failed:
                 continue
-            if job.gpus <= view.total_free and view.can_place(job, level):
+            if job.gpus <= free and view.can_place(job, level):
                 return Place(job.index, level)
+            if running is None:
+                running = self._order(view, view.running)
             worse = [j for rkey, j in reversed(running) if rkey > pkey]
             victims = victims_for(view, job, level, worse) if worse else None
             if victims:

@@ -155,7 +155,9 @@ class DallyPolicy(BasePolicy):
         # leases only matter to layer 2; without it the timers fire through
         # wake-ups, and lease instants would only cost time
         lease = self.lease_s if self.preempt else None
-        return {**DEFAULT_ENGINE_KWARGS, "lease_s": lease}
+        # Dally re-offers expired GPUs to waiting jobs only (with none waiting
+        # it does nothing): expiries need not be events while nobody waits
+        return {**DEFAULT_ENGINE_KWARGS, "lease_s": lease, "lazy_leases": lease is not None}
 
     def reset(self, view: EngineView, seed: int | None = None) -> None:
         self.tuner = AutoTuner(self.window_h)

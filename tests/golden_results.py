@@ -2,7 +2,7 @@
 
 The simulator's speed-ups (lazy leases, incremental policy state, leaner
 memory) must not change a single number. This module runs every policy of
-``baselines.POLICY_NAMES`` (with its own ``engine_kwargs()``, as ``compare``
+``ddl_gym.baselines.POLICY_NAMES`` (with its own ``engine_kwargs()``, as ``compare``
 and the CLI do) on the seed's week (seed64) and the Philly week (nvswitch512)
 at the congestion levels the scenarios sweep, and reduces each run to a
 fingerprint:
@@ -23,6 +23,7 @@ speed-ups; ``tests/test_golden.py`` compares the current code against it.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import math
@@ -68,22 +69,30 @@ def fingerprint(result) -> dict[str, Any]:
     }
 
 
-def run_one(scenario_name: str, congestion: str, policy_name: str) -> dict[str, Any]:
-    """Fingerprint of one policy on one workload at one congestion level."""
-    from baselines import make_policy
-    from ddl_gym.engine import simulate
+@functools.cache
+def _workload(scenario_name: str):
+    """(scenario, trace, cluster), loaded once per process (runs never modify them)."""
     from ddl_gym.scenarios import get_scenario
 
     scenario, _ = get_scenario(scenario_name)
+    return scenario, scenario.build_trace(0), scenario.build_cluster()
+
+
+def run_one(scenario_name: str, congestion: str, policy_name: str) -> dict[str, Any]:
+    """Fingerprint of one policy on one workload at one congestion level."""
+    from ddl_gym.baselines import make_policy
+    from ddl_gym.engine import simulate
+
+    scenario, trace, cluster = _workload(scenario_name)
     scenario = scenario.replace(congestion=congestion)
     policy = make_policy(policy_name)
     kwargs = scenario.engine_kwargs(policy.engine_kwargs())
-    result = simulate(scenario.build_trace(0), scenario.build_cluster(), policy, seed=0, **kwargs)
+    result = simulate(trace, cluster, policy, seed=0, **kwargs)
     return fingerprint(result)
 
 
 def cells(workloads: dict[str, tuple[str, ...]] = WORKLOADS) -> list[tuple[str, str, str]]:
-    from baselines import POLICY_NAMES
+    from ddl_gym.baselines import POLICY_NAMES
 
     return [(w, c, p) for w, levels in workloads.items() for c in levels for p in POLICY_NAMES]
 
@@ -129,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             diff = differences(golden[k], got)
             bad += bool(diff)
-            print(f"{k}: {'OK' if not diff else '; '.join(diff)}", flush=True)
+            print(f"{k}: {cpu:.2f} CPU-s {'OK' if not diff else '; '.join(diff)}", flush=True)
         else:
             golden[k] = got
             print(f"{k}: {cpu:.2f} CPU-s", flush=True)
