@@ -81,6 +81,7 @@ def _workload(scenario_name: str):
 def run_one(scenario_name: str, congestion: str, policy_name: str) -> dict[str, Any]:
     """Fingerprint of one policy on one workload at one congestion level."""
     from ddl_gym.baselines import make_policy
+
     from ddl_gym.engine import simulate
 
     scenario, trace, cluster = _workload(scenario_name)

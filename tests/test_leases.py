@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 import pytest
-
 from ddl_gym.baselines import make_policy
+
 from ddl_gym.engine import Engine, EngineView, Place, run_policy, simulate
 from ddl_gym.engine.leases import roll
 from ddl_gym.topology import Cluster
