@@ -232,13 +232,15 @@ class DallyPolicy(BasePolicy):
         ]
         if not expired:
             return []
+        queue = self._queue(view)
+        pool_total = view.total_free + sum(j.gpus for j in expired)
+        if self._least[-1] > pool_total:
+            return []  # not even the smallest waiting job fits the whole pool
         margin = self.margin
         offered = sorted((view.efficiency(j), j.arrival, j.index, j) for j in expired)
-        queue = self._queue(view)
         n_challengers = bisect_left(queue, (offered[-1][0] - margin, -math.inf, -1))
         if not n_challengers:
             return []
-        pool_total = view.total_free + sum(j.gpus for j in expired)
         if self._least[n_challengers - 1] > pool_total:
             return []  # no challenger fits even the whole pool
         cluster = view.cluster
