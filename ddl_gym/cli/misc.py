@@ -140,7 +140,7 @@ def register_bench(sub: argparse._SubParsersAction) -> None:
             "ddl-gym bench -s philly-week-512 --policy fifo --repeat 5",
             "ddl-gym bench --suite",
             "ddl-gym bench --philly",
-            "ddl-gym bench --scale --jobs 100000 --policies fifo,tiresias,gandiva,dally",
+            "ddl-gym bench --scale --scale-jobs 100000 --policies fifo,tiresias,gandiva,dally",
         ),
         formatter_class=RAW,
     )
@@ -151,7 +151,9 @@ def register_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--suite", action="store_true", help="run scripts/bench.py (needs the data dir)")
     p.add_argument("--philly", action="store_true", help="every policy on the Philly week")
     p.add_argument("--scale", action="store_true", help="synthetic jobs on 4,096 GPUs")
-    p.add_argument("--jobs", default=None, help="--scale job counts (default 10000,30000,100000)")
+    p.add_argument(
+        "--scale-jobs", default=None, help="--scale job counts (default 10000,30000,100000)"
+    )
     p.add_argument("--policies", default=None, help="--philly/--scale policies (default: all)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run_bench)
@@ -162,8 +164,8 @@ def run_bench(args: argparse.Namespace) -> int:
         from ddl_gym import bench
 
         argv = ["--philly"] * args.philly + ["--scale"] * args.scale
-        if args.jobs:
-            argv += ["--jobs", args.jobs]
+        if args.scale_jobs:
+            argv += ["--jobs", args.scale_jobs]
         if args.policies:
             argv += ["--policies", args.policies]
         return _delegate(bench.main, argv, "bench")
