@@ -143,6 +143,11 @@ class PriorityPreemptive:
     def _order(self, view: EngineView, jobs: Iterable[Job]) -> list[tuple[Any, Job]]:
         return sorted(((self.key(view, j), j.index), j) for j in jobs)  # type: ignore[misc]
 
+    def _running_order(self, view: EngineView) -> list[tuple[Any, Job]]:
+        """The running jobs as ``_order`` sorts them (a policy may compute
+        the same keys faster)."""
+        return self._order(view, view.running)
+
     def key(self, view: EngineView, job: Job) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -150,20 +155,24 @@ class PriorityPreemptive:
         return Level.NETWORK
 
     def schedule(self, view: EngineView) -> Action:
-        pending = self._order(view, view.pending)
-        if not pending:
+        if not view.pending:
             return WAIT
-        running = self._order(view, view.running)
+        pending = self._order(view, view.pending)
+        # the running order is only needed once a waiting job does not fit
+        running: list[tuple[Any, Job]] | None = None
         # A later (worse) job of the same size and level can neither fit where
         # this one did not nor find more victims: skip it (state is fixed
         # during the pass).
         failed: set[tuple[int, Level]] = set()
+        free = view.total_free
         for pkey, job in pending:
             level = self.level_of(view, job)
             if (job.gpus, level) in failed:
                 continue
-            if job.gpus <= view.total_free and view.can_place(job, level):
+            if job.gpus <= free and view.can_place(job, level):
                 return Place(job.index, level)
+            if running is None:
+                running = self._running_order(view)
             worse = [j for rkey, j in reversed(running) if rkey > pkey]
             victims = victims_for(view, job, level, worse) if worse else None
             if victims:

@@ -155,7 +155,9 @@ class DallyPolicy(BasePolicy):
         # leases only matter to layer 2; without it the timers fire through
         # wake-ups, and lease instants would only cost time
         lease = self.lease_s if self.preempt else None
-        return {**DEFAULT_ENGINE_KWARGS, "lease_s": lease}
+        # Dally re-offers expired GPUs to waiting jobs only (with none waiting
+        # it does nothing): expiries need not be events while nobody waits
+        return {**DEFAULT_ENGINE_KWARGS, "lease_s": lease, "lazy_leases": lease is not None}
 
     def reset(self, view: EngineView, seed: int | None = None) -> None:
         self.tuner = AutoTuner(self.window_h)
@@ -230,13 +232,15 @@ class DallyPolicy(BasePolicy):
         ]
         if not expired:
             return []
+        queue = self._queue(view)
+        pool_total = view.total_free + sum(j.gpus for j in expired)
+        if self._least[-1] > pool_total:
+            return []  # not even the smallest waiting job fits the whole pool
         margin = self.margin
         offered = sorted((view.efficiency(j), j.arrival, j.index, j) for j in expired)
-        queue = self._queue(view)
         n_challengers = bisect_left(queue, (offered[-1][0] - margin, -math.inf, -1))
         if not n_challengers:
             return []
-        pool_total = view.total_free + sum(j.gpus for j in expired)
         if self._least[n_challengers - 1] > pool_total:
             return []  # no challenger fits even the whole pool
         cluster = view.cluster

@@ -68,7 +68,11 @@ class GandivaPolicy(BasePolicy):
                 return Place(index, level)
         if not self.migrate or not any(kind == "completion" for kind, _ in view.events):
             return None
+        cluster = view.cluster
         for job in view.running:
+            # only a job spread wider than its size needs can move (cheap test first)
+            if job.level is None or job.level <= size_level(cluster, job.gpus):
+                continue
             level = self.tighter_level(view, job)
             if level is not None:
                 self._moving[job.index] = level
@@ -95,18 +99,22 @@ class GandivaPolicy(BasePolicy):
         pending = view.pending
         if not pending:
             return WAIT
-        demands: list[set[int]] = [set() for _ in range(view.cluster.num_servers)]
-        for job in view.running:
-            for server, _ in job.placement:
-                demands[server].add(job.gpus)
+        demands: list[set[int]] | None = None  # built once some job fits
         best: tuple[int, int] | None = None
         free = view.total_free
+        failed: set[int] = set()  # demands that found no placement (state is fixed)
         for order, job in enumerate(pending):
-            if job.gpus > free:
+            if job.gpus > free or job.gpus in failed:
                 continue
             placement = view.placement_for(job, Level.NETWORK)
             if placement is None:
+                failed.add(job.gpus)
                 continue
+            if demands is None:
+                demands = [set() for _ in range(view.cluster.num_servers)]
+                for other in view.running:
+                    for server, _ in other.placement:
+                        demands[server].add(other.gpus)
             tier = self._tier(demands, job, placement)
             if best is None or (tier, order) < best:
                 best = (tier, order)

@@ -22,9 +22,9 @@ and completions only, so keys are compared at events.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from ddl_gym.engine import WAIT, Action, EngineView, Job
+from ddl_gym.engine import WAIT, Action, EngineView, Job, Status
 from ddl_gym.perf import Level
 
 from .common import BasePolicy, PriorityPreemptive, first_placeable
@@ -54,11 +54,26 @@ class SjfPolicy(BasePolicy):
 @dataclass
 class SrtfPolicy(PriorityPreemptive, BasePolicy):
     name: str = "srtf"
+    # a waiting job's key is frozen until it runs again: cached with the
+    # progress and service it was computed from
+    _keys: dict[int, tuple] = field(default_factory=dict, repr=False)
 
-    def key(self, view: EngineView, job: Job) -> tuple:
+    def reset(self, view: EngineView, seed: int | None = None) -> None:
+        self._keys.clear()
+
+    def _key(self, view: EngineView, job: Job) -> tuple:
         if view.clairvoyant:
             return (_remaining_key(view, job), job.arrival)
         return (view.attained(job), job.arrival)
+
+    def key(self, view: EngineView, job: Job) -> tuple:
+        if job.status != Status.PENDING:
+            return self._key(view, job)
+        stamp = (job.progress, job.attained, view.clairvoyant)
+        cached = self._keys.get(job.index)
+        if cached is None or cached[0] != stamp:
+            cached = self._keys[job.index] = (stamp, self._key(view, job))
+        return cached[1]
 
     def act(self, view: EngineView) -> Action:
         return self.schedule(view)

@@ -30,10 +30,13 @@ leave a number open:
 
 from __future__ import annotations
 
+import heapq
+import math
 from bisect import bisect_right
 from dataclasses import dataclass, field
+from typing import Any
 
-from ddl_gym.engine import Action, EngineView, Job, Status, Wait
+from ddl_gym.engine import Action, EngineView, Job, Place, Preempt, Status, Wait
 from ddl_gym.perf import Level
 
 from .common import BasePolicy, PriorityPreemptive, WakeUps, size_level
@@ -53,8 +56,25 @@ class TiresiasPolicy(PriorityPreemptive, BasePolicy):
     _wake: WakeUps = field(default_factory=WakeUps, repr=False)
     _keys: dict[int, tuple] = field(default_factory=dict, repr=False)
     _promoted_at: float = field(default=-1.0, repr=False)
+    # incremental state: when each running job's next threshold is asked for,
+    # re-asks due (time, job), jobs placed since the last ask, and the waiting
+    # jobs this policy preempted (the only ones that can starve)
+    _asked_run: dict[int, tuple[tuple[float, float], float]] = field(
+        default_factory=dict, repr=False
+    )
+    _due: list[tuple[float, int]] = field(default_factory=list, repr=False)
+    _placed: list[int] = field(default_factory=list, repr=False)
+    _preempted: set[int] = field(default_factory=set, repr=False)
+
+    def __post_init__(self) -> None:
+        self._edges = [t - 1e-6 * t for t in self.thresholds_gpu_s]
 
     def reset(self, view: EngineView, seed: int | None = None) -> None:
+        self._edges = [t - 1e-6 * t for t in self.thresholds_gpu_s]
+        self._asked_run.clear()
+        self._due.clear()
+        self._placed.clear()
+        self._preempted.clear()
         self._offset.clear()
         self._sensitive.clear()
         self._wake.clear()
@@ -68,8 +88,7 @@ class TiresiasPolicy(PriorityPreemptive, BasePolicy):
 
     def queue_of(self, view: EngineView, job: Job) -> int:
         # a hair of tolerance: at the wake-up the crossing is exact
-        edges = [t - 1e-6 * t for t in self.thresholds_gpu_s]
-        return bisect_right(edges, self.service(view, job))
+        return bisect_right(self._edges, self.service(view, job))
 
     def key(self, view: EngineView, job: Job) -> tuple:
         if job.status != Status.PENDING:
@@ -82,24 +101,64 @@ class TiresiasPolicy(PriorityPreemptive, BasePolicy):
             self._keys[job.index] = cached
         return cached[1]
 
+    def _running_order(self, view: EngineView) -> list[tuple[Any, Job]]:
+        # ``key`` inlined for the running jobs (thousands at scale): the same
+        # float operations as ``view.attained`` and ``service``, so the same keys
+        now = view.now
+        edges = self._edges
+        offsets = self._offset
+        keyed = []
+        for job in view.running:
+            attained = job.attained + job.gpus * (now - job.started_at)
+            s = attained - offsets.get(job.index, 0.0)
+            keyed.append(((bisect_right(edges, s), job.arrival), job.index, job))
+        keyed.sort(key=lambda item: (item[0], item[1]))
+        return [((k, index), job) for k, index, job in keyed]
+
     def starve_at(self, job: Job) -> float:
         return job.queued_since + max(self.starve_min_s, self.starve_factor * job.run_time)
 
+    def _waiting_preempted(self, view: EngineView) -> list[Job]:
+        """Waiting jobs with a preemption behind them (in index order)."""
+        jobs = [view.job(i) for i in sorted(self._preempted)]
+        return [job for job in jobs if job.status == Status.PENDING and job.preemptions]
+
     def _promote_starving(self, view: EngineView) -> None:
-        for job in view.pending:
-            if job.preemptions and view.now >= self.starve_at(job) - 1e-9:
+        for job in self._waiting_preempted(view):
+            if view.now >= self.starve_at(job) - 1e-9:
                 if self.service(view, job) > 0:
                     self._offset[job.index] = job.attained
 
     def _ask_wakeups(self, view: EngineView) -> None:
-        for job in view.running:
+        # A running job's next threshold crossing is fixed from its start (or
+        # its last promotion) on: asked once per run, not at every instant.
+        # Only jobs placed since the last ask, and jobs whose asked crossing
+        # has come, need a (new) ask: the others' stamps and times still hold.
+        asked = self._asked_run
+        now = view.now
+        todo, self._placed = self._placed, []
+        due = self._due
+        while due and due[0][0] <= now:
+            todo.append(heapq.heappop(due)[1])
+        for index in todo:
+            job = view.job(index)
+            if job.status != Status.RUNNING:
+                continue
+            stamp = (job.started_at, self._offset.get(index, 0.0))
+            last = asked.get(index)
+            if last is not None and last[0] == stamp and now < last[1]:
+                continue
             s = self.service(view, job)
+            wake = math.inf
             for t in self.thresholds_gpu_s:
                 if s < t - 1e-6 * t:
-                    self._wake.at(view, view.now + (t - s) / job.gpus)
+                    wake = now + (t - s) / job.gpus
+                    self._wake.at(view, wake)
+                    heapq.heappush(due, (wake, index))
                     break
-        for job in view.pending:
-            if job.preemptions and self.service(view, job) > 0:
+            asked[index] = (stamp, wake)
+        for job in self._waiting_preempted(view):
+            if self.service(view, job) > 0:
                 self._wake.at(view, self.starve_at(job))
 
     # -- placement ---------------------------------------------------------
@@ -124,6 +183,11 @@ class TiresiasPolicy(PriorityPreemptive, BasePolicy):
             self._promoted_at = view.now
             self._promote_starving(view)
         action = self.schedule(view)
-        if isinstance(action, Wait):
+        if isinstance(action, Place):
+            self._placed.append(action.job)
+            self._preempted.discard(action.job)
+        elif isinstance(action, Preempt):
+            self._preempted.add(action.job)
+        elif isinstance(action, Wait):
             self._ask_wakeups(view)
         return action

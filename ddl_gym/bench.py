@@ -1,29 +1,59 @@
 """Benchmarks: simulator speed and memory, env steps per second.
 
-    python scripts/bench.py            # all cases, one line each
-    python scripts/bench.py --repeat 5 # best of 5 runs per simulator case
+    python scripts/bench.py                      # FIFO cases + env (the quick check)
+    python scripts/bench.py --philly             # every policy on the Philly week
+    python scripts/bench.py --scale              # every policy, 10k/30k/100k jobs, 4,096 GPUs
+    python scripts/bench.py --scale --jobs 100000 --policies fifo,dally
     python scripts/bench_env.py --env ddl_gym/Small-v0 --steps 50000
 
-Simulator cases run FIFO with the network model and contention on (moderate
-background congestion, so cross-rack jobs share rack uplinks): (a) the seed's
-411-job week on its 64-GPU cluster, (b) the Philly week (5,869 jobs) on 512
-GPUs. Peak memory is Python's allocation peak during the run (tracemalloc).
-The env case is a random valid-action policy on the Philly week (512 GPUs).
-Needs ../shared/data (or DDL_GYM_DATA); cases without data are skipped.
+All times are CPU seconds of the simulation alone (``time.process_time``:
+the machines these benchmarks ran on are shared, wall time is noisy); the
+workload is built before the clock starts.
+
+* FIFO cases: the network model and contention on (moderate background
+  congestion, so cross-rack jobs share rack uplinks): the seed's 411-job week
+  on its 64-GPU cluster and the Philly week (5,869 jobs) on 512 GPUs; peak
+  memory is Python's allocation peak during the run (tracemalloc).
+* ``--philly``: every shipped policy (``ddl_gym.baselines.POLICY_NAMES``, each with
+  its own ``engine_kwargs()``) on the Philly week, 512 GPUs, moderate
+  congestion: jobs per CPU-second and event instants (decision points).
+* ``--scale``: synthetic workloads of 10k / 30k / 100k jobs on 4,096 GPUs
+  (64 racks x 8 servers x 8 GPUs, NVSwitch/InfiniBand, moderate congestion)
+  at an offered load of 0.8 (see ``scale_trace``). Each run is a fresh
+  process so that its peak resident memory (``ru_maxrss``) is its own.
+* the env case: a random valid-action policy on the Philly week (512 GPUs),
+  steps per CPU-second.
+
+Needs ../shared/data (or DDL_GYM_DATA) for the real weeks; those cases are
+skipped without it (the scale cases need no data).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import resource
+import subprocess
+import sys
 import time
 import tracemalloc
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+from scipy.special import erfc
 
+from ddl_gym.baselines import POLICY_NAMES, make_policy
 from ddl_gym.baselines.fifo import FifoPolicy
-from ddl_gym.engine import simulate
-from ddl_gym.traces import find_data_dir, load_trace
+from ddl_gym.engine import Engine, EngineView, run_policy, simulate
+from ddl_gym.topology import Cluster
+from ddl_gym.traces import find_data_dir, load_trace, synthetic_trace
+from ddl_gym.traces.synthetic import (
+    PHILLY_DURATION_MEDIAN_S,
+    PHILLY_DURATION_SIGMA,
+    PHILLY_GPU_MIX,
+)
 
 CASES = (
     (
@@ -38,13 +68,103 @@ CASES = (
     ),
 )
 
+SCALE_JOBS = (10_000, 30_000, 100_000)
+SCALE_LOAD = 0.8
+
+
+def scale_cluster() -> Cluster:
+    """4,096 GPUs: 64 racks of the Philly benchmark's racks (8 servers x 8)."""
+    return Cluster(64, 8, 8, "nvswitch_ib")
+
+
+def _survival(s: np.ndarray) -> np.ndarray:
+    """P(duration > s) of the generator's log-normal (Philly median and sigma)."""
+    z = (np.log(np.maximum(s, 1e-12)) - math.log(PHILLY_DURATION_MEDIAN_S)) / PHILLY_DURATION_SIGMA
+    return 0.5 * erfc(z / math.sqrt(2.0))
+
+
+def window_load(rate_per_s: float, n_jobs: int, num_gpus: int) -> float:
+    """Expected offered load over the arrival window ``[0, T]``, ``T = n / rate``:
+    the GPUs jobs would hold there if each started on arrival, over ``G * T``.
+
+    A job arriving at ``a`` holds ``gpus`` GPUs for ``min(d, T - a)`` of the
+    window, so the load is ``rate * E[gpus] / G * integral_0^T S(s) (1 - s/T) ds``
+    with ``S`` the duration's survival function. With Philly's heavy tail
+    (sigma 2) much of the work of a short trace lies beyond its window, so
+    the nominal ``rate * E[gpus * d] / G`` would overstate how busy it is.
+    """
+    T = n_jobs / rate_per_s
+    s = np.concatenate([[0.0], np.geomspace(1e-3, T, 4000)])
+    integral = float(np.trapezoid(_survival(s) * (1.0 - s / T), s))
+    return rate_per_s * _mean_gpus() / num_gpus * integral
+
+
+def _mean_gpus() -> float:
+    total = sum(PHILLY_GPU_MIX.values())
+    return sum(g * w for g, w in PHILLY_GPU_MIX.items()) / total
+
+
+def scale_arrival_rate(load: float, n_jobs: int, num_gpus: int) -> float:
+    """Jobs per hour whose offered load over the arrival window is ``load``
+    (bisection on ``window_load``, which grows with the rate)."""
+    lo, hi = 1e-4, 1e3  # jobs per second
+    for _ in range(100):
+        mid = math.sqrt(lo * hi)
+        if window_load(mid, n_jobs, num_gpus) < load:
+            lo = mid
+        else:
+            hi = mid
+    return math.sqrt(lo * hi) * 3600.0
+
+
+def scale_trace(n_jobs: int, seed: int = 0, load: float = SCALE_LOAD):
+    """Philly-shaped synthetic jobs (sizes, durations) at ``load`` on 4,096 GPUs."""
+    cluster = scale_cluster()
+    rate = scale_arrival_rate(load, n_jobs, cluster.num_gpus)
+    return synthetic_trace(
+        n_jobs=n_jobs, seed=seed, arrival_rate_per_h=rate, max_gpus=cluster.num_gpus
+    )
+
+
+def offered_load(trace, num_gpus: int) -> float:
+    """Realised ``window_load`` of a trace: GPU-seconds its jobs would hold
+    within the arrival window if each started on arrival, over ``G * T``."""
+    jobs = trace.jobs
+    arrival = jobs["arrival_s"].to_numpy()
+    duration = (jobs["iterations"] * jobs["iter_time_s"] / jobs["gpus"]).to_numpy()
+    t0, t1 = arrival.min(), arrival.max()
+    held = np.minimum(arrival + duration, t1) - arrival
+    return float((held * jobs["gpus"].to_numpy()).sum() / (num_gpus * (t1 - t0)))
+
+
+def run_measured(trace, cluster, policy_name: str, congestion: str = "moderate") -> dict:
+    """One run: CPU seconds of the simulation, event instants, summary."""
+    policy = make_policy(policy_name)
+    kwargs = {**policy.engine_kwargs(), "congestion": congestion}
+    start = time.process_time()
+    engine = Engine(trace, cluster, **kwargs)
+    policy.reset(EngineView(engine), seed=0)
+    run_policy(engine, policy)
+    result = engine.result()
+    cpu = time.process_time() - start
+    return {
+        "policy": policy_name,
+        "jobs": len(trace),
+        "cpu_s": cpu,
+        "jobs_per_cpu_s": len(trace) / cpu,
+        "events": engine.instant,
+        "makespan_h": result.summary["makespan_s"] / 3600,
+        "utilization": result.summary["gpu_utilization"],
+        "mean_jct_h": result.summary["mean_jct_s"] / 3600,
+    }
+
 
 def bench_sim(trace, cluster: str, repeat: int) -> tuple[float, float, dict]:
     best = float("inf")
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = time.process_time()
         result = simulate(trace, cluster, FifoPolicy(), congestion="moderate")
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     tracemalloc.start()
     simulate(trace, cluster, FifoPolicy(), congestion="moderate")
     _, peak = tracemalloc.get_traced_memory()
@@ -52,12 +172,105 @@ def bench_sim(trace, cluster: str, repeat: int) -> tuple[float, float, dict]:
     return best, peak / 2**20, result.summary
 
 
+def philly_rows(data: Path, policies: list[str]) -> list[dict]:
+    trace = load_trace(data / CASES[1][1])
+    rows = []
+    for name in policies:
+        row = run_measured(trace, "nvswitch512", name)
+        rows.append(row)
+        print(
+            f"Philly week | {name:14s} {row['cpu_s']:7.2f} CPU-s "
+            f"{row['jobs_per_cpu_s']:9,.0f} jobs/CPU-s {row['events']:9,d} events",
+            flush=True,
+        )
+    return rows
+
+
+def _scale_child(n_jobs: int, policy: str) -> None:
+    """Run one scale case in this (fresh) process; print one JSON line."""
+    trace = scale_trace(n_jobs)
+    cluster = scale_cluster()
+    row = run_measured(trace, cluster, policy)
+    row["offered_load"] = offered_load(trace, cluster.num_gpus)
+    # ru_maxrss: KiB on Linux; the whole process (interpreter, trace, run)
+    row["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(row))
+
+
+def scale_rows(jobs: list[int], policies: list[str]) -> list[dict]:
+    rows = []
+    for n in jobs:
+        for name in policies:
+            out = subprocess.run(
+                [sys.executable, "-m", "ddl_gym.bench", "--scale-child", f"{n},{name}"],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            rows.append(row)
+            print(
+                f"scale {n:>7,} jobs, 4,096 GPUs | {name:14s} {row['cpu_s']:7.2f} CPU-s "
+                f"{row['jobs_per_cpu_s']:9,.0f} jobs/CPU-s {row['events']:10,d} events "
+                f"peak {row['peak_rss_mib']:6,.0f} MiB load {row['offered_load']:.2f} "
+                f"util {row['utilization']:.2f}",
+                flush=True,
+            )
+    return rows
+
+
+def markdown(rows: list[dict], with_memory: bool) -> str:
+    head = "| jobs | policy | CPU s | jobs / CPU-s | events |"
+    rule = "|---:|---|---:|---:|---:|"
+    if with_memory:
+        head += " peak MiB |"
+        rule += "---:|"
+    lines = [head, rule]
+    for r in rows:
+        line = (
+            f"| {r['jobs']:,} | {r['policy']} | {r['cpu_s']:.2f} | "
+            f"{r['jobs_per_cpu_s']:,.0f} | {r['events']:,} |"
+        )
+        if with_memory:
+            line += f" {r['peak_rss_mib']:,.0f} |"
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--env-steps", type=int, default=100_000)
+    ap.add_argument("--philly", action="store_true", help="every policy on the Philly week")
+    ap.add_argument("--scale", action="store_true", help="synthetic 10k-100k jobs, 4,096 GPUs")
+    ap.add_argument("--jobs", default=",".join(map(str, SCALE_JOBS)), help="scale job counts")
+    ap.add_argument("--policies", default=",".join(POLICY_NAMES), help="policies to run")
+    ap.add_argument("--markdown", action="store_true", help="also print markdown tables")
+    ap.add_argument("--scale-child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.scale_child:
+        n, policy = args.scale_child.split(",")
+        _scale_child(int(n), policy)
+        return
+    policies = [p for p in args.policies.split(",") if p]
+    unknown = [p for p in policies if p not in POLICY_NAMES]
+    if unknown:
+        ap.error(f"unknown policies {unknown}; known: {', '.join(POLICY_NAMES)}")
     data = find_data_dir()
+    if args.philly or args.scale:
+        if args.philly:
+            if data is None:
+                print("../shared/data not found (set DDL_GYM_DATA): Philly week skipped")
+            else:
+                rows = philly_rows(data, policies)
+                if args.markdown:
+                    print(markdown(rows, with_memory=False))
+        if args.scale:
+            jobs = [int(x) for x in args.jobs.split(",") if x]
+            rows = scale_rows(jobs, policies)
+            if args.markdown:
+                print(markdown(rows, with_memory=True))
+        return
     if data is None:
         print("../shared/data not found (set DDL_GYM_DATA): nothing to benchmark")
         return
@@ -65,9 +278,9 @@ def main(argv: list[str] | None = None) -> None:
         trace = load_trace(data / rel)
         seconds, peak_mb, summary = bench_sim(trace, cluster, args.repeat)
         print(
-            f"simulate FIFO | {label}: {seconds:.3f} s, {len(trace) / seconds:,.0f} jobs/s, "
-            f"peak {peak_mb:.1f} MiB (makespan {summary['makespan_s'] / 86400:.2f} d, "
-            f"mean JCT {summary['mean_jct_s'] / 3600:.2f} h)"
+            f"simulate FIFO | {label}: {seconds:.3f} CPU-s, {len(trace) / seconds:,.0f} "
+            f"jobs/CPU-s, peak {peak_mb:.1f} MiB (makespan {summary['makespan_s'] / 86400:.2f} "
+            f"d, mean JCT {summary['mean_jct_s'] / 3600:.2f} h)"
         )
     if args.env_steps:
         from ddl_gym.env import ClusterEnv
@@ -76,17 +289,18 @@ def main(argv: list[str] | None = None) -> None:
         rate, steps, episodes = bench_env(env, args.env_steps, seed=0)
         print(
             f"env random-valid | Philly week, 512 GPUs, K=8 M=8: "
-            f"{rate:,.0f} steps/s ({steps} steps)"
+            f"{rate:,.0f} steps/CPU-s ({steps} steps)"
         )
 
 
 def bench_env(env: gym.Env, steps: int, seed: int) -> tuple[float, int, int]:
-    """(steps/s, steps, finished episodes) for a random valid policy; the
-    episodes restart on termination or truncation and the reset time counts."""
+    """(steps per CPU-second, steps, finished episodes) for a random valid
+    policy; the episodes restart on termination or truncation and the reset
+    time counts."""
     rng = np.random.default_rng(seed)
     _, info = env.reset(seed=seed)
     episodes = 0
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: the machines are shared
     for _ in range(steps):
         valid = np.flatnonzero(info["action_mask"])
         action = int(valid[rng.integers(len(valid))])
@@ -94,13 +308,15 @@ def bench_env(env: gym.Env, steps: int, seed: int) -> tuple[float, int, int]:
         if terminated or truncated:
             episodes += 1
             _, info = env.reset()
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     return steps / elapsed, steps, episodes
 
 
 def env_main(argv: list[str] | None = None) -> None:
     """``scripts/bench_env.py``: env speed of a random valid-action policy."""
-    ap = argparse.ArgumentParser(description="Env speed: steps/s of a random valid policy.")
+    ap = argparse.ArgumentParser(
+        description="Env speed: steps per CPU-second of a random valid policy."
+    )
     ap.add_argument("--env", default="ddl_gym/PhillyWeek-v0", help="registered env id")
     ap.add_argument("--steps", type=int, default=200_000)
     ap.add_argument("--seed", type=int, default=0)
@@ -121,6 +337,10 @@ def env_main(argv: list[str] | None = None) -> None:
     rate, steps, episodes = bench_env(env, args.steps, args.seed)
     print(
         f"{args.env} on {base.cluster.describe()}, K={base.K} M={base.M}: "
-        f"{rate:,.0f} steps/s ({steps} steps, {episodes} finished episodes"
+        f"{rate:,.0f} steps/CPU-s ({steps} steps, {episodes} finished episodes"
         f"{', via gymnasium.make' if args.make else ''})"
     )
+
+
+if __name__ == "__main__":
+    main()

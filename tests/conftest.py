@@ -35,3 +35,11 @@ def all_traces(data_dir: Path) -> dict:
             traces[name] = load_trace(path)
     assert traces, f"no traces found under {data_dir}"
     return traces
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--golden-full",
+        action="store_true",
+        help="compare every golden cell (all policies, both weeks, three congestion levels)",
+    )

@@ -48,7 +48,11 @@ def test_registry_names_and_protocol():
         assert policy.name == name
         assert callable(policy.reset) and callable(policy.act)
         assert isinstance(policy.engine_kwargs(), dict)
-    assert make_policy("dally").engine_kwargs() == {"restore_s_per_gpu": 1.0, "lease_s": 20.0}
+    assert make_policy("dally").engine_kwargs() == {
+        "restore_s_per_gpu": 1.0,
+        "lease_s": 20.0,
+        "lazy_leases": True,
+    }
     assert make_policy("gandiva").engine_kwargs() == {"restore_s_per_gpu": 0.0}
     assert make_policy("dally-6-12").rack_timer == 6
     assert make_policy("dally-1-2", rack_timer=3).rack_timer == 3

@@ -31,6 +31,7 @@ import pandas as pd
 
 from ddl_gym.engine.actions import Action, InvalidAction, Place, Preempt, Wait
 from ddl_gym.engine.job import Job, Status
+from ddl_gym.engine.leases import LazyLeases
 from ddl_gym.engine.metrics import Result, build_result
 from ddl_gym.engine.packer import find_placement
 from ddl_gym.perf import Level, PerfModel, shape_of
@@ -71,7 +72,16 @@ class Engine:
             (``None``: only at events).
         restore_s_per_gpu: preemption cost, paid at the next start.
         clairvoyant: whether policies may read remaining work.
-        record_series: keep the cluster time series (utilisation, queue).
+        record_series: keep the cluster time series (utilisation, queue):
+            one row per decision point.
+        record_placements: keep the placement history (one row per server
+            of every finished placement). Turn both off for long runs whose
+            summary and per-job table are all that is needed.
+        lazy_leases: report a lease expiry only at an instant where, after
+            the instant's other events, some job waits; instants where only
+            leases expire and nobody waits are skipped. For policies that act on
+            an expiry only when a job waits (Dally): same results, a fraction
+            of the events. Off by default: a policy may act on any expiry.
         perf_source: ``closed_form`` (our ``PerfModel``, with contention and
             congestion) or ``seed_astra`` (the seed authors' per-placement
             slowdown table, ``ddl_gym.seed_astra``; no contention, and slots
@@ -93,6 +103,8 @@ class Engine:
         record_series: bool = True,
         perf_source: str = "closed_form",
         contention: bool = True,
+        record_placements: bool = True,
+        lazy_leases: bool = False,
     ) -> None:
         self.cluster = get_cluster(cluster)
         self.congestion = get_congestion(congestion)
@@ -106,6 +118,8 @@ class Engine:
         self.restore_s_per_gpu = restore_s_per_gpu
         self.clairvoyant = clairvoyant
         self.record_series = record_series
+        self.record_placements = record_placements
+        self.lazy_leases = lazy_leases
         self.perf = PerfModel(self.cluster)
         self.contention = contention
         self.seed_table = None
@@ -157,6 +171,7 @@ class Engine:
         self._tick_at: float | None = None
         self.instant = 0  # counts event instants handled (decision points)
         self.lease_expired: list[Job] = []
+        self._lazy = LazyLeases(self.lease_s) if self.lazy_leases and self.lease_s else None
         self.events_now: list[tuple[str, int]] = []
         self.series: list[tuple[float, int, int, int, float]] = []
         # (job index, server, GPUs, start, end) of every finished placement
@@ -179,7 +194,12 @@ class Engine:
 
     def next_event_time(self) -> float | None:
         self._drop_stale()
-        return self._heap[0][0] if self._heap else None
+        t = self._heap[0][0] if self._heap else None
+        if self._lazy is not None and self.pending:
+            lease_t = self._lazy.next_after(self.now, self.jobs)
+            if lease_t is not None and (t is None or lease_t < t):
+                t = lease_t
+        return t
 
     def _drop_stale(self) -> None:
         heap = self._heap
@@ -223,9 +243,13 @@ class Engine:
         self.lease_expired = []
         self.events_now = []
         self.instant += 1
-        if not self._heap:
+        lazy = self._lazy
+        lease_t = lazy.next_after(self.now, self.jobs) if lazy and self.pending else None
+        if not self._heap and lease_t is None:
             return
-        t = self._heap[0][0]
+        t = self._heap[0][0] if self._heap else lease_t
+        if lease_t is not None and lease_t < t:
+            t = lease_t
         if t < self.now:
             raise AssertionError(f"time went back: {t} < {self.now}")
         self.now = t
@@ -261,9 +285,24 @@ class Engine:
                 if t == self._tick_at:
                     self._tick_at = None
                     self.events_now.append(("tick", -1))
+        if lazy and self.pending:
+            self._report_lazy_leases(t)
         self._schedule_tick()
         if self.record_series:
             self._record()
+
+    def _report_lazy_leases(self, t: float) -> None:
+        """Lazy leases: the expiries at ``t``, a job waiting; their events go
+        where the eager engine puts them (after arrivals, before wake-ups)."""
+        expired = self._lazy.expire_at(t, self.jobs)
+        if not expired:
+            return
+        self.lease_expired = expired
+        events = self.events_now
+        at = len(events)
+        while at and events[at - 1][0] in ("wake", "tick"):
+            at -= 1
+        events[at:at] = [("lease", job.index) for job in expired]
 
     def _schedule_tick(self, force: bool = False) -> None:
         if self.tick_s is None or self._tick_at is not None:
@@ -472,7 +511,10 @@ class Engine:
         self._rate(job)
         if self.lease_s is not None:
             job.lease_version += 1
-            self._push(now + self.lease_s, LEASE, job.index, job.lease_version)
+            if self._lazy is not None:
+                self._lazy.start(job, now)
+            else:
+                self._push(now + self.lease_s, LEASE, job.index, job.lease_version)
 
     def _stop(self, job: Job) -> None:
         self._settle(job)
@@ -482,13 +524,16 @@ class Engine:
             self.rack_free[server // S] += g
         self.total_free += job.gpus
         held = self.now - job.started_at
-        for server, g in job.placement:
-            self.segments.append((job.index, server, g, job.started_at, self.now))
+        if self.record_placements:
+            for server, g in job.placement:
+                self.segments.append((job.index, server, g, job.started_at, self.now))
         job.run_time += held
         job.attained += held * job.gpus
         del self.running[job.index]
         job.version += 1  # drops its completion event
         job.lease_version += 1
+        if self._lazy is not None:
+            self._lazy.stop(job)
         if job.shape.r > 1:
             for r in job.racks:
                 self.uplink_jobs[r].discard(job.index)

@@ -56,11 +56,11 @@ def simulate(trace, cluster, policy, seed: int | None = 0, **engine_kwargs) -> R
     """Simulate ``trace`` on ``cluster`` with ``policy`` and return the ``Result``.
 
     The engine runs with the policy's own settings (``policy.engine_kwargs()``,
-    e.g. Dally's 20 s leases, Gandiva's free migration) plus ``engine_kwargs``
+    e.g. Dally's 20 s lazy leases, Gandiva's free migration) plus ``engine_kwargs``
     (congestion, lease_s, tick_s, restore_s_per_gpu, clairvoyant,
-    record_series). An explicit value that contradicts the policy's wins and
-    warns (:class:`PolicyEngineWarning`). ``seed`` seeds the policy; the
-    engine itself is deterministic.
+    record_series, record_placements, lazy_leases). An explicit value that
+    contradicts the policy's wins and warns (:class:`PolicyEngineWarning`).
+    ``seed`` seeds the policy; the engine itself is deterministic.
     """
     kwargs = merge_engine_kwargs(policy, engine_kwargs)
     engine = Engine(trace, cluster, **kwargs)

@@ -1,0 +1,138 @@
+"""Lazy GPU leases: lease boundaries computed only when a job waits.
+
+With leases, a running job's lease expires every ``lease_s`` seconds of
+running; the eager engine makes every expiry an event (a decision point),
+even when no job waits and nothing can change. A policy that acts on an
+expiry only when some job waits (Dally re-offers expired GPUs to *waiting*
+jobs) loses nothing if expiries are reported only at instants where, after
+the instant's other events, a job waits. ``LazyLeases`` does that bookkeeping
+and reproduces the eager boundaries bit for bit:
+
+* a job's boundaries are ``start + L``, then ``+ L`` again and again, each sum
+  rounded as a float (as the eager engine re-pushes ``t + lease_s``);
+  ``roll`` jumps over many of them at once only where the sums are exact;
+* while jobs wait (the engine is *armed*), a heap of lower bounds gives the
+  next boundary of any running job: entries behind the clock are rolled
+  forward when they reach the top, so a long idle stretch costs one roll
+  per job, not one event per lease;
+* at an instant where a job waits although none waited before, the jobs whose
+  boundary falls exactly on that instant are found through their *phase*
+  (boundary modulo ``L``, in buckets of 2**-20 s), not by rolling every
+  running job.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+from ddl_gym.engine.job import Job, Status
+
+# Phase buckets: 2**-20 s (about 1 us) is far wider than the rounding drift of
+# a boundary sequence (a few ulps of the largest time) and exact to scale by.
+_BUCKETS_PER_S = float(2**20)
+
+
+def roll(b: float, lease_s: float, t: float, strict: bool) -> float:
+    """The first of ``b, fl(b + L), fl(fl(b + L) + L), ...`` that is ``> t``
+    (``strict``) or ``>= t``, with every sum rounded exactly as a float
+    addition would round it one step at a time.
+
+    Within a binade ``[2^e, 2^(e+1))`` where ``L`` is a multiple of the
+    spacing of floats, every partial sum is exact, so ``b + k*L`` equals ``k``
+    single steps and is taken in one jump; steps that cross into the next
+    binade (and may round) are taken one at a time.
+    """
+    L = lease_s
+    while b < t or (strict and b == t):
+        if b > 0.0:
+            ulp = math.ulp(b)
+            top = math.ldexp(1.0, math.frexp(b)[1])  # b < top, same spacing below
+            if (L / ulp).is_integer():
+                # stay clear of t and of the binade's top by a step: the
+                # single steps below finish the job exactly
+                k = min(math.floor((t - b) / L), math.floor((top - b) / L)) - 1
+                if k >= 1:
+                    b = b + k * L  # exact: every partial sum is representable
+                    continue
+        b = b + L
+    return b
+
+
+class LazyLeases:
+    """Lease boundaries of the running jobs, rolled forward only on demand.
+
+    ``at[j]`` is the latest boundary of job ``j`` known so far (exact); heap
+    entries ``(b, seq, j, version)`` are lower bounds of the next one.
+    """
+
+    def __init__(self, lease_s: float) -> None:
+        self.lease_s = lease_s
+        self.at: dict[int, float] = {}
+        self._heap: list[tuple[float, int, int, int]] = []
+        self._seq = 0
+        self._phase: dict[int, set[int]] = {}
+        self._phase_of: dict[int, int] = {}
+        self._n_phases = math.ceil(lease_s * _BUCKETS_PER_S)
+
+    def _bucket(self, t: float) -> int:
+        return int(math.fmod(t, self.lease_s) * _BUCKETS_PER_S)
+
+    def start(self, job: Job, now: float) -> None:
+        """The job started at ``now``: its first lease ends at ``now + L``."""
+        j = job.index
+        b = now + self.lease_s
+        self.at[j] = b
+        self._seq += 1
+        heapq.heappush(self._heap, (b, self._seq, j, job.lease_version))
+        q = self._bucket(b)
+        self._phase_of[j] = q
+        self._phase.setdefault(q, set()).add(j)
+
+    def stop(self, job: Job) -> None:
+        """The job stopped running (its heap entry goes stale by version)."""
+        j = job.index
+        self.at.pop(j, None)
+        q = self._phase_of.pop(j, None)
+        if q is not None:
+            members = self._phase[q]
+            members.discard(j)
+            if not members:
+                del self._phase[q]
+
+    def next_after(self, now: float, jobs: list[Job]) -> float | None:
+        """The earliest boundary ``> now`` of any running job (None: none)."""
+        heap = self._heap
+        L = self.lease_s
+        while heap:
+            b, seq, j, version = heap[0]
+            job = jobs[j]
+            if job.status != Status.RUNNING or version != job.lease_version:
+                heapq.heappop(heap)
+                continue
+            true = self.at[j]
+            if true <= now:
+                true = self.at[j] = roll(true, L, now, strict=True)
+            if true == b:
+                return b
+            heapq.heapreplace(heap, (true, seq, j, version))
+        return None
+
+    def expire_at(self, t: float, jobs: list[Job]) -> list[Job]:
+        """Running jobs with a boundary exactly at ``t`` (in start order);
+        their next boundary becomes the one after ``t``."""
+        L = self.lease_s
+        q = self._bucket(t)
+        n = self._n_phases
+        hits: list[Job] = []
+        for k in {(q - 1) % n, q, (q + 1) % n}:
+            for j in self._phase.get(k, ()):
+                b = self.at[j]
+                if b < t:
+                    b = roll(b, L, t, strict=False)
+                if b == t:
+                    hits.append(jobs[j])
+                    b = b + L
+                self.at[j] = b
+        hits.sort(key=lambda job: (job.started_at, job.index))
+        return hits

@@ -1,0 +1,137 @@
+"""Lazy leases: boundaries identical to the eager engine's, bit for bit."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from ddl_gym.baselines import make_policy
+
+from ddl_gym.engine import Engine, EngineView, Place, run_policy, simulate
+from ddl_gym.engine.leases import roll
+from ddl_gym.topology import Cluster
+from ddl_gym.traces import synthetic_trace
+from tests.helpers import make_trace
+from tests.test_engine import toy_fabric
+
+
+def naive_roll(b: float, L: float, t: float, strict: bool) -> float:
+    while b < t or (strict and b == t):
+        b = b + L
+    return b
+
+
+@pytest.mark.parametrize("L", [20.0, 600.0, 0.1, 7.3, 1e-3 + 20.0])
+def test_roll_equals_one_addition_at_a_time(L):
+    rng = np.random.default_rng(int(L * 1000))
+    starts = list(rng.uniform(0, 3e6, 60)) + list(rng.integers(0, 10**6, 20).astype(float))
+    # just below powers of two, where sums cross into a coarser binade and round
+    starts += [math.nextafter(2.0**k, 0.0) - L * rng.uniform(0, 3) for k in range(6, 22)]
+    for b in starts:
+        b = max(b, 1e-3)
+        # L = 0.1 or 7.3 is no multiple of the float spacing: every step rounds
+        # and both loops go one step at a time, so keep their spans short
+        long = 20_000 * L if L in (20.0, 600.0) else 200 * L
+        for span in (0.0, L, 3.5 * L, long):
+            t = b + span * rng.uniform(0.5, 1.0)
+            for strict in (False, True):
+                assert roll(b, L, t, strict) == naive_roll(b, L, t, strict), (b, L, t)
+    # exactly on a boundary: >= stops there, > steps past it
+    b = 123.456
+    on = naive_roll(b, L, b + 50 * L, strict=False)
+    assert roll(b, L, on, strict=False) == on
+    assert roll(b, L, on, strict=True) == on + L
+
+
+def test_lazy_leases_report_expiries_only_while_a_job_waits():
+    # x runs 0..100 on the only GPU; y arrives at 40 (a boundary of x) and
+    # waits: lazy leases report 40 (an arrival instant), 60 and 80 only
+    trace = make_trace([("x", 0.0, 1, "resnet18", 100.0, 1.0), ("y", 40.0, 1, "resnet18", 1, 1.0)])
+    cluster = Cluster(1, 1, 1, toy_fabric())
+    seen = {}
+    for lazy in (False, True):
+        engine = Engine(trace, cluster, lease_s=20.0, lazy_leases=lazy)
+        engine.place(0)
+        times = []
+        while engine.advance():
+            times.append((engine.now, [j.index for j in engine.lease_expired]))
+            if engine.now == 100.0:
+                engine.place(1)
+        seen[lazy] = times
+    assert seen[False][:5] == [(20.0, [0]), (40.0, [0]), (60.0, [0]), (80.0, [0]), (100.0, [])]
+    assert seen[True][:4] == [(40.0, [0]), (60.0, [0]), (80.0, [0]), (100.0, [])]
+    # and y's own leases are never reported: nobody waits once it runs
+    assert all(not expired for t, expired in seen[True] if t > 100.0)
+
+
+class Recorder:
+    """Wraps a policy; records what it saw at every instant where a job waited."""
+
+    def __init__(self, policy):
+        self.policy = policy
+        self.seen: list = []
+
+    def reset(self, view, seed=None):
+        self.policy.reset(view, seed=seed)
+
+    def act(self, view):
+        if view.pending:
+            state = (view.now, sorted(j.index for j in view.lease_expired), sorted(view.events))
+            if not self.seen or self.seen[-1] != state:
+                self.seen.append(state)
+        return self.policy.act(view)
+
+
+@pytest.mark.parametrize("name", ["dally", "dally-1-2"])
+def test_lazy_leases_show_dally_the_same_instants(name):
+    # every instant with a waiting job, and its lease expiries, as the eager engine
+    trace = synthetic_trace(n_jobs=120, seed=5)
+    runs = {}
+    for lazy in (False, True):
+        rec = Recorder(make_policy(name))
+        kwargs = {**rec.policy.engine_kwargs(), "lazy_leases": lazy, "congestion": "heavy"}
+        result = simulate(trace, "seed64", rec, **kwargs)
+        runs[lazy] = (rec.seen, result)
+    assert runs[True][0] == runs[False][0]
+    assert runs[True][1].jobs.equals(runs[False][1].jobs)
+    assert runs[True][1].summary == runs[False][1].summary
+    assert len(runs[True][1].series) < len(runs[False][1].series)
+
+
+def test_lazy_leases_restart_at_the_same_instant():
+    # a job preempted and placed again at one instant starts a fresh lease
+    trace = make_trace([("x", 0.0, 1, "resnet18", 100.0, 1.0), ("y", 5.0, 1, "resnet18", 50, 1.0)])
+    engine = Engine(trace, Cluster(1, 1, 2, toy_fabric()), lease_s=20.0, lazy_leases=True)
+    engine.place(0)
+    engine.advance()  # t = 5: y arrives
+    engine.preempt(0)
+    engine.place(0)  # x again, lease from 5; y still waits
+    engine.apply(Place(1))
+    assert not engine.pending
+    expiries = []
+    while engine.advance():
+        expiries += engine.lease_expired
+    assert expiries == []  # nobody waited afterwards
+    assert engine.result().summary["completed"] == 2.0
+
+
+def test_run_policy_lazy_invariants():
+    from tests.helpers import InvariantChecker
+
+    checker = InvariantChecker()
+    policy = make_policy("dally")
+    engine = Engine(synthetic_trace(n_jobs=80, seed=2), "seed64", **policy.engine_kwargs())
+
+    class Checked:
+        def reset(self, view, seed=None):
+            policy.reset(view, seed)
+
+        def act(self, view):
+            checker.check(engine)
+            return policy.act(view)
+
+    p = Checked()
+    p.reset(EngineView(engine))
+    run_policy(engine, p)
+    checker.finish(engine)
