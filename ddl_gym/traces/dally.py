@@ -7,12 +7,12 @@ seconds per iteration), so no catalogue reference time is needed.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ._io import read_json
 from .schema import (
     Trace,
     TraceError,
@@ -55,11 +55,7 @@ _FIELDS = {
 
 def read_dally_records(path: str | Path) -> list[dict]:
     """Parse the JSON array; each item must be an object."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise TraceError(f"{path}: invalid JSON: {exc}") from exc
+    data = read_json(path)
     if not isinstance(data, list):
         raise TraceError(f"{path}: expected a JSON array of job objects")
     for i, item in enumerate(data, start=1):
