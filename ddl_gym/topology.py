@@ -361,27 +361,28 @@ class Congestion:
     def time_varying(self) -> bool:
         return self.schedule is not None
 
-    def _cycle_start(self, t: float) -> float:
-        """Start of the period holding ``t``: the largest ``k * period <= t``.
+    def _cycle(self, t: float) -> int:
+        """Index of the period holding ``t``: the largest ``k`` with ``k * period <= t``.
 
         ``t // period`` alone can be off by one when the period is not exact
         in binary floating point (100.1 s), so the guess is corrected with the
-        very products that :meth:`at` and :meth:`next_change` compare.
+        very products ``k * period`` that :meth:`at` and :meth:`next_change`
+        compare against (never ``base + period``, which rounds differently).
         """
         if self.period is None:
-            return 0.0
+            return 0
         k = math.floor(t / self.period)
         while k * self.period > t:
             k -= 1
         while (k + 1) * self.period <= t:
             k += 1
-        return k * self.period
+        return k
 
     def at(self, t: float) -> float:
         """Background fraction at time ``t``."""
         if self.schedule is None:
             return self.background
-        base = self._cycle_start(t)
+        base = self._cycle(t) * (self.period or 0.0)
         value = self.schedule[0][1]
         for start, fraction in self.schedule:
             if base + start > t:
@@ -397,14 +398,14 @@ class Congestion:
         """
         if self.schedule is None:
             return None
-        base = self._cycle_start(t)
+        k = self._cycle(t)
+        base = k * (self.period or 0.0)
         for start, _ in self.schedule:
             if base + start > t:
                 return base + start
         if self.period is None:
             return None
-        nxt = base + self.period  # > t by construction of _cycle_start
-        return nxt if nxt > t else math.nextafter(t, math.inf)
+        return (k + 1) * self.period  # > t by construction of _cycle
 
 
 def _diurnal() -> Congestion:

@@ -78,6 +78,8 @@ def load_dally(path: str | Path) -> Trace:
     """
     src = str(path)
     records = read_dally_records(path)
+    if not records:
+        raise TraceError(f"{src}: workload is empty: the JSON array has no job objects")
     raw = pd.DataFrame.from_records(records)
     require_columns(list(raw.columns), REQUIRED, src)
     rows = np.arange(1, len(raw) + 1)

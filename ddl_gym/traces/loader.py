@@ -87,7 +87,9 @@ def detect_family(path: str | Path) -> str | None:
             data = read_json(p)
         except (OSError, TraceError):
             return None
-        if isinstance(data, list) and data and isinstance(data[0], dict):
+        if isinstance(data, list) and not data:
+            return "dally"  # the only JSON family; its loader says "workload is empty"
+        if isinstance(data, list) and isinstance(data[0], dict):
             if set(_DALLY) <= set(data[0]):
                 return "dally"
         return None
@@ -99,6 +101,18 @@ def detect_family(path: str | Path) -> str | None:
     if suffix == ".parquet" and set(SCHEMA_COLUMNS) <= set(parquet_columns(p)):
         return "normalised"
     return None
+
+
+def _closest(header: list[str]) -> str:
+    """``; closest: <family>, missing column(s) ...`` for a near-miss header."""
+    have = set(header)
+    best = max(_CSV_SIGNATURES, key=lambda fc: len(have & set(fc[1])) / len(fc[1]))
+    family, cols = best
+    missing = [c for c in cols if c not in have]
+    if len(missing) == len(cols):
+        return ""
+    names = ", ".join(repr(c) for c in missing)
+    return f"; closest family {family!r}: missing required column(s) {names}"
 
 
 def load_trace(path: str | Path, family: str | None = None, seed: int = 0, **kwargs) -> Trace:
@@ -118,7 +132,8 @@ def load_trace(path: str | Path, family: str | None = None, seed: int = 0, **kwa
         elif suffix == ".parquet":
             what = f"Parquet columns {parquet_columns(p)}"
         else:
-            what = f"header columns {read_csv_header(p)}"
+            header = read_csv_header(p)
+            what = f"header columns {header}{_closest(header)}"
         raise TraceError(
             f"{p}: not a recognised trace file (extension {p.suffix!r}, {what}); known "
             f"families: {sorted(FAMILIES)} (.csv, .json, or .parquet in the normalised schema)"

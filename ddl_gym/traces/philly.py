@@ -63,7 +63,7 @@ def parse_timestamps(stamps: np.ndarray, src: str, rows: np.ndarray) -> pd.Serie
     zoned = np.array([bool(_ZONED.search(str(s))) for s in stamps], dtype=bool)
     if zoned.any() and not zoned.all():
         other = [
-            f"timestamp {s!r} {'has' if z else 'has no'} UTC offset but row {int(rows[0])}'s "
+            f"timestamp {s!r} {'has a' if z else 'has no'} UTC offset but row {int(rows[0])}'s "
             f"{'has none' if z else 'has one'}: give a time zone on every row or on none"
             for s, z in zip(stamps, zoned, strict=True)
         ]

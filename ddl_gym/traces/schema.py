@@ -192,13 +192,19 @@ def require_columns(columns: Sequence[str], required: Sequence[str], source: str
 
 
 def _is_empty(values: pd.Series) -> np.ndarray:
+    none = values.isna().to_numpy()
+    if _all_text(values):
+        text = values.str.strip().str.lower()
+        return none | text.isin(_EMPTY_TOKENS).to_numpy()
     as_text = values.astype(object).map(
         lambda v: isinstance(v, str) and v.strip().lower() in _EMPTY_TOKENS
     )
-    none = values.astype(object).map(
-        lambda v: v is None or v is pd.NA or (isinstance(v, float) and v != v)
-    )
-    return (none.astype(bool) | as_text.astype(bool)).to_numpy()
+    return none | as_text.to_numpy(dtype=bool)
+
+
+def _all_text(values: pd.Series) -> bool:
+    """Every cell a string (CSV files): the per-cell type checks can be skipped."""
+    return pd.api.types.infer_dtype(values, skipna=False) == "string"
 
 
 def _type_problem(v: object, expected: str) -> str | None:
@@ -236,24 +242,31 @@ def parse_numeric(
     """
     values = values.reset_index(drop=True)
     cells = values.astype(object).tolist()
-    expected = "an integer" if integer else "a number"
-    typed = [_type_problem(v, expected) for v in cells]
-    raise_at(source, rows, np.array([t is not None for t in typed], dtype=bool), field_name, typed)
+    text_only = _all_text(values)
+    if not text_only:
+        expected = "an integer" if integer else "a number"
+        typed = [_type_problem(v, expected) for v in cells]
+        bad_type = np.array([t is not None for t in typed], dtype=bool)
+        raise_at(source, rows, bad_type, field_name, typed)
     empty = _is_empty(values)
     if not allow_empty:
         raise_at(source, rows, empty, field_name, "empty or NaN value")
-    text = []
-    for v, e in zip(cells, empty, strict=True):
-        if e:
-            text.append(np.nan)
-        elif isinstance(v, str):
-            text.append(v.strip())
-        elif isinstance(v, (int, np.integer)):
-            # exact ints beyond float range must not raise OverflowError
-            text.append(float(v) if abs(int(v)) < 2**1000 else np.inf)
-        else:
-            text.append(v)
-    num = pd.to_numeric(pd.Series(text, dtype=object), errors="coerce").astype("float64")
+    if text_only:
+        text = values.str.strip().where(~empty, np.nan)
+    else:
+        text = []
+        for v, e in zip(cells, empty, strict=True):
+            if e:
+                text.append(np.nan)
+            elif isinstance(v, str):
+                text.append(v.strip())
+            elif isinstance(v, (int, np.integer)):
+                # exact ints beyond float range must not raise OverflowError
+                text.append(float(v) if abs(int(v)) < 2**1000 else np.inf)
+            else:
+                text.append(v)
+        text = pd.Series(text, dtype=object)
+    num = pd.to_numeric(text, errors="coerce").astype("float64")
     arr = num.to_numpy(dtype="float64", na_value=np.nan)
     bad = np.isnan(arr) & ~empty
     raise_at(
@@ -338,16 +351,20 @@ def parse_text(
     lists or objects are errors.
     """
     values = values.reset_index(drop=True)
-    cells = values.astype(object).tolist()
-    typed = [_type_problem(v, "a name or number") for v in cells]
-    raise_at(source, rows, np.array([t is not None for t in typed], dtype=bool), field_name, typed)
+    text_only = _all_text(values)
+    if not text_only:
+        typed = [_type_problem(v, "a name or number") for v in values.astype(object).tolist()]
+        bad_type = np.array([t is not None for t in typed], dtype=bool)
+        raise_at(source, rows, bad_type, field_name, typed)
     empty = _is_empty(values)
     if not allow_empty:
         raise_at(source, rows, empty, field_name, "empty or NaN value")
-    out = np.array(
+    if text_only:
+        return values.str.strip().where(~empty, "").to_numpy(dtype=object)
+    cells = values.astype(object).tolist()
+    return np.array(
         ["" if e else str(v).strip() for v, e in zip(cells, empty, strict=True)], dtype=object
     )
-    return out
 
 
 def map_models(
