@@ -443,7 +443,10 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scena
             f"{source}: 'synthetic.gpu_mix': no size with a positive weight fits "
             f"{limit} GPUs (the cluster's size or synthetic.max_gpus)"
         )
-    if scenario.trace not in BUILTIN_TRACES and not _is_file(Path(scenario.trace).expanduser()):
+    trace_path = Path(scenario.trace).expanduser()
+    if scenario.trace not in BUILTIN_TRACES and trace_path.is_dir():
+        raise ScenarioError(f"{source}: 'trace': {trace_path}: is a directory, not a trace file")
+    if scenario.trace not in BUILTIN_TRACES and not _is_file(trace_path):
         raise ScenarioError(
             f"{source}: 'trace' must be one of {', '.join(BUILTIN_TRACES)} or an existing "
             f"trace file, got {scenario.trace!r}"

@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from ddl_gym.baselines import POLICY_NAMES, make_policy
 
 from ddl_gym.engine import Engine, Place, Preempt, Status, simulate
 from ddl_gym.engine.view import EngineView
@@ -55,11 +56,6 @@ from ddl_gym.traces import (
     load_trace,
     synthetic_trace,
 )
-
-try:  # after the layout change the baselines live in the package
-    from ddl_gym.baselines import POLICY_NAMES, make_policy
-except ImportError:  # pragma: no cover - before it
-    from baselines import POLICY_NAMES, make_policy
 
 ENV, SIMULATE, FILES, SCENARIOS = range(4)
 FABRICS = ("seed", "nvswitch_ib", "pcie_25gbe", "fitted_chronus", "fitted_gavel_v100")
@@ -900,10 +896,8 @@ def random_cli_args(rng: np.random.Generator, folder: Path) -> list[str]:
 
 def run_cli(argv: list[str]) -> tuple[int, str]:
     """``ddl-gym argv`` in-process: (exit status, stderr)."""
-    try:
-        from ddl_gym.cli import main
-    except ImportError:  # before the layout change
-        from scripts.cli import main
+    from ddl_gym.cli import main
+
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         try:
