@@ -6,6 +6,7 @@ short profile in the test suite).
     python scripts/fuzz.py                 # the short profile (seconds)
     nice python scripts/fuzz.py --long     # 10^6 actions over 1,000 configurations
     python scripts/fuzz.py --long --seed 3 --json fuzz.json
+    python scripts/fuzz.py --long --shard 0/3 & ... --shard 2/3   # in 3 processes
 
 Exit status 1 if anything broke; each failure prints with the seed that replays it.
 """
@@ -33,6 +34,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--actions", type=int, help="override: actions per env configuration")
     p.add_argument("--simulate-configs", type=int, help="override: simulate() configurations")
     p.add_argument("--json", type=Path, help="write the figures and failures here")
+    p.add_argument(
+        "--shard", default="0/1", help="K/N: run every N-th case from K (parallel processes)"
+    )
     args = p.parse_args(argv)
     profile = dataclasses.replace(LONG if args.long else SHORT, seed=args.seed)
     for key, value in (
@@ -42,17 +46,29 @@ def main(argv: list[str] | None = None) -> int:
     ):
         if value is not None:
             profile = dataclasses.replace(profile, **{key: value})
-    print(f"profile: {profile}", flush=True)
+    try:
+        shard, shards = (int(x) for x in args.shard.split("/"))
+        assert 0 <= shard < shards
+    except (ValueError, AssertionError):
+        p.error(f"--shard must be K/N with 0 <= K < N, got {args.shard!r}")
+    print(f"profile: {profile}, shard {shard}/{shards}", flush=True)
     cpu = time.process_time()
     with tempfile.TemporaryDirectory(prefix="ddl-gym-fuzz-") as folder:
-        stats = run_profile(profile, Path(folder), progress=lambda m: print(m, flush=True))
+        stats = run_profile(
+            profile, Path(folder), lambda m: print(m, flush=True), shard=shard, shards=shards
+        )
     cpu = time.process_time() - cpu
     summary = {**stats.summary(), "cpu_s": round(cpu, 1)}
     print(json.dumps(summary, indent=1))
     for failure in stats.failures:
         print("----", failure, sep="\n")
     if args.json:
-        record = {"profile": dataclasses.asdict(profile), **summary, "failures": stats.failures}
+        record = {
+            "profile": dataclasses.asdict(profile),
+            "shard": f"{shard}/{shards}",
+            **summary,
+            "failures": stats.failures,
+        }
         args.json.write_text(json.dumps(record, indent=1))
     return 1 if stats.failures else 0
 

@@ -944,7 +944,7 @@ SHORT = Profile(
 LONG = Profile(
     env_configs=1000,
     actions_per_config=1000,
-    simulate_configs=200,
+    simulate_configs=120,
     trace_files=600,
     scenario_cases=300,
     cli_cases=120,
@@ -952,30 +952,40 @@ LONG = Profile(
 
 
 def run_profile(
-    profile: Profile, folder: Path, progress: Callable[[str], None] | None = None
+    profile: Profile,
+    folder: Path,
+    progress: Callable[[str], None] | None = None,
+    shard: int = 0,
+    shards: int = 1,
 ) -> FuzzStats:
-    """Run every family of ``profile``; files go to ``folder``."""
+    """Run every family of ``profile``; files go to ``folder``.
+
+    ``shard`` of ``shards`` runs every ``shards``-th case, so that separate
+    processes together run exactly the whole profile (same seeds).
+    """
     stats = FuzzStats()
     s = profile.seed
-    for i in range(profile.env_configs):
+    mine = range(shard, profile.env_configs, shards)
+    for n, i in enumerate(mine, start=1):
         run_env_config((s, ENV, i), profile.actions_per_config, stats)
-        if progress and (i + 1) % 50 == 0:
-            progress(f"env {i + 1}/{profile.env_configs}: {stats.summary()}")
-    for i in range(profile.simulate_configs):
+        if progress and n % 25 == 0:
+            progress(f"env {n}/{len(mine)}: {stats.summary()}")
+    mine = range(shard, profile.simulate_configs, shards)
+    for n, i in enumerate(mine, start=1):
         run_simulate_config((s, SIMULATE, i), stats)
-        if progress and (i + 1) % 20 == 0:
-            progress(f"simulate {i + 1}/{profile.simulate_configs}: {stats.summary()}")
+        if progress and n % 10 == 0:
+            progress(f"simulate {n}/{len(mine)}: {stats.summary()}")
     files = folder / "traces"
     files.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng([s, FILES])
-    for _ in range(profile.trace_files):
+    rng = np.random.default_rng([s, FILES, shard])
+    for _ in range(shard, profile.trace_files, shards):
         path, op = mutate_trace_file(rng, files)
         check_trace_file(path, op, stats)
-    rng = np.random.default_rng([s, SCENARIOS])
+    rng = np.random.default_rng([s, SCENARIOS, shard])
     scen = folder / "scenarios"
     scen.mkdir(parents=True, exist_ok=True)
-    for _ in range(profile.scenario_cases):
+    for _ in range(shard, profile.scenario_cases, shards):
         check_scenario_case(rng, scen, stats)
-    for _ in range(profile.cli_cases):
+    for _ in range(shard, profile.cli_cases, shards):
         check_cli_case(rng, scen, stats)
     return stats
