@@ -56,7 +56,7 @@ def named_trace(name: str, cluster: Cluster) -> Trace:
             return default_trace(seed=0)
         return synthetic_trace(n_jobs=5869, seed=0, max_gpus=cluster.num_gpus, name=name)
     path = Path(name).expanduser()
-    if path.is_file():
+    if path.exists():  # a folder or unreadable file: load_trace says which
         return load_trace(path)
     raise ValueError(
         f"unknown trace {name!r}: not 'default', 'seed-week', 'philly-week' or a trace file"
