@@ -108,6 +108,7 @@ class FuzzStats:
     exceptions: list[str] = field(default_factory=list)
     hangs: list[str] = field(default_factory=list)
     invariant_breaks: list[str] = field(default_factory=list)
+    on_failure: Callable[[str], None] | None = None  # e.g. print at once in long runs
 
     @property
     def failures(self) -> list[str]:
@@ -115,12 +116,21 @@ class FuzzStats:
 
     def record(self, what: str, err: BaseException) -> None:
         if isinstance(err, StepTimeout):
-            self.hangs.append(f"{what}: {err}")
+            self._add(self.hangs, f"{what}: {err}")
         elif isinstance(err, (InvariantBreak, AssertionError)):
-            self.invariant_breaks.append(f"{what}: {err}")
+            self.broke(f"{what}: {err}")
         else:
-            tb = "".join(traceback.format_exception(err)[-3:])
-            self.exceptions.append(f"{what}: {type(err).__name__}: {err}\n{tb}")
+            tb = "".join(traceback.format_exception(err)[-4:])
+            self._add(self.exceptions, f"{what}: {type(err).__name__}: {err}\n{tb}")
+
+    def broke(self, message: str) -> None:
+        """Record an invariant break found outside an exception."""
+        self._add(self.invariant_breaks, message)
+
+    def _add(self, where: list[str], message: str) -> None:
+        where.append(message)
+        if self.on_failure is not None:
+            self.on_failure(message)
 
     def summary(self) -> dict[str, int]:
         return {
@@ -755,7 +765,7 @@ def check_trace_file(path: Path, op: str, stats: FuzzStats, cpu_s: float = 30.0)
     except (TraceError, FileNotFoundError) as err:
         msg = str(err)
         if not msg.startswith(str(path)) or "\n" in msg:
-            stats.invariant_breaks.append(f"{what}: error does not start with the file: {msg!r}")
+            stats.broke(f"{what}: error does not start with the file: {msg!r}")
         return
     except Exception as err:
         stats.record(what, err)
@@ -773,7 +783,7 @@ def check_trace_file(path: Path, op: str, stats: FuzzStats, cpu_s: float = 30.0)
         check(bool((np.diff(jobs["arrival_s"]) >= 0).all()), "arrivals not sorted")
         check(jobs["job_id"].is_unique, "duplicate job ids")
     except InvariantBreak as err:
-        stats.invariant_breaks.append(f"{what}: {err}")
+        stats.broke(f"{what}: {err}")
 
 
 # -- scenarios and the CLI ------------------------------------------------------------
@@ -855,7 +865,7 @@ def check_scenario_case(rng: np.random.Generator, folder: Path, stats: FuzzStats
         check(len(trace) > 0, "a scenario built an empty workload")
     except ScenarioError as err:
         if not str(err).startswith(str(path)):
-            stats.invariant_breaks.append(f"{what}: error does not name the file: {err}")
+            stats.broke(f"{what}: error does not name the file: {err}")
     except Exception as err:
         stats.record(what, err)
 
@@ -918,7 +928,7 @@ def check_cli_case(rng: np.random.Generator, folder: Path, stats: FuzzStats) -> 
         stats.record(what, exc)
         return
     if code not in (0, 2) or "Traceback" in err:
-        stats.invariant_breaks.append(f"{what}: exit {code}: {err[-500:]}")
+        stats.broke(f"{what}: exit {code}: {err[-500:]}")
 
 
 # -- profiles ----------------------------------------------------------------------
@@ -963,7 +973,7 @@ def run_profile(
     ``shard`` of ``shards`` runs every ``shards``-th case, so that separate
     processes together run exactly the whole profile (same seeds).
     """
-    stats = FuzzStats()
+    stats = FuzzStats(on_failure=(lambda m: progress(f"FAILURE {m}")) if progress else None)
     s = profile.seed
     mine = range(shard, profile.env_configs, shards)
     for n, i in enumerate(mine, start=1):
