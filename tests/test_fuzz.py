@@ -203,3 +203,13 @@ def test_per_job_tables_are_byte_identical_across_processes_and_hash_seeds() -> 
         outputs.append(run.stdout)
     assert len(outputs[0]) > 1000
     assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_window_shorter_than_the_gaps_between_arrivals_still_gives_episodes() -> None:
+    # found by the long profile (config [0, 0, 194]): 100 uniform window starts
+    # all missed two jobs 141 s apart with a 71.4 s window, and reset() raised
+    jobs = _jobs(2, 4).assign(arrival_s=[0.0, 141.0])
+    env = ClusterEnv(trace=jobs, cluster=Cluster(1, 1, 4), window_s=71.4)
+    for seed in range(30):
+        env.reset(seed=seed)
+        assert len(env.engine.jobs) == 1

@@ -142,4 +142,10 @@ class EpisodeSource:
             part = window(base, start, start + self.window_s)
             if len(part):
                 return self._engine(part)
-        raise ValueError(f"no window of {self.window_s} s of trace {base.name!r} holds a job")
+        # sparse arrivals (gaps longer than the window): anchor the window on a
+        # random job, so a valid window length never fails an episode
+        anchor = float(arrivals[int(rng.integers(len(arrivals)))])
+        start = max(lo, anchor - float(rng.random()) * self.window_s)
+        if not anchor < start + self.window_s:  # rounding: keep the anchor inside
+            start = anchor
+        return self._engine(window(base, start, start + self.window_s))
