@@ -45,6 +45,7 @@ import pandas as pd
 from ddl_gym.baselines import POLICY_NAMES, make_policy
 
 from ddl_gym.engine import Engine, Place, Preempt, Status, simulate
+from ddl_gym.engine.simulate import PolicyEngineWarning
 from ddl_gym.engine.view import EngineView
 from ddl_gym.env import ClusterEnv
 from ddl_gym.topology import Cluster, Congestion
@@ -526,6 +527,8 @@ def run_simulate_config(
                 ref: list[Engine] = []
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", TraceWarning)
+                    # the fuzz overrides policies' engine settings on purpose
+                    warnings.simplefilter("ignore", PolicyEngineWarning)
                     with cpu_limit(run_cpu_s):
                         res = simulate(
                             trace, cluster, CheckingPolicy(policy, ref), seed=3, **run_kwargs
