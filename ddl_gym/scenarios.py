@@ -291,6 +291,61 @@ def _congestion_ok(value: Any, source: str, key: str) -> str | float:
     return value
 
 
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# [synthetic] keys -> (check, what it must be). Checked here so that a typo or
+# a string where a number belongs names the file and key instead of failing
+# as a TypeError inside the generator.
+_SYNTHETIC_KEYS: dict[str, tuple[Any, str]] = {
+    "n_jobs": (lambda v: _int(v) and 0 < v <= 10**7, "an integer in 1..10,000,000"),
+    "arrival_rate_per_h": (lambda v: _number(v) and v > 0, "a positive number"),
+    "duration_median_s": (lambda v: _number(v) and 0 < v <= 1e9, "a positive number (<= 1e9)"),
+    "duration_sigma": (lambda v: _number(v) and 0 <= v <= 10, "a number in [0, 10]"),
+    "max_duration_s": (lambda v: _number(v) and v > 0, "a positive number"),
+    "max_gpus": (lambda v: _int(v) and v > 0, "a positive integer"),
+    "name": (lambda v: isinstance(v, str) and v, "a non-empty string"),
+    "gpu_mix": (lambda v: isinstance(v, Mapping) and v, "a table of GPU count = weight"),
+    "model_mix": (lambda v: isinstance(v, Mapping) and v, "a table of model name = weight"),
+}
+
+
+def _synthetic_ok(spec: Mapping[str, Any], source: str) -> None:
+    """Check a ``[synthetic]`` table key by key (names, types, ranges)."""
+    from ddl_gym.profiles import MODEL_NAMES
+
+    unknown = sorted(set(spec) - set(_SYNTHETIC_KEYS))
+    if unknown:
+        raise ScenarioError(
+            f"{source}: [synthetic]: unknown key(s) {', '.join(map(repr, unknown))}; "
+            f"allowed: {', '.join(_SYNTHETIC_KEYS)}"
+        )
+    for key, value in spec.items():
+        ok, what = _SYNTHETIC_KEYS[key]
+        _check(bool(ok(value)), source, f"synthetic.{key}", what, value)
+    for k, w in dict(spec.get("gpu_mix", {})).items():
+        _check(
+            str(k).isdigit() and 0 < int(k) <= 1_000_000,
+            source,
+            "synthetic.gpu_mix",
+            "keyed by GPU counts (positive integers)",
+            k,
+        )
+        _check(_number(w) and w >= 0, source, f"synthetic.gpu_mix.{k}", "a weight >= 0", w)
+    for k, w in dict(spec.get("model_mix", {})).items():
+        if k not in MODEL_NAMES:
+            raise ScenarioError(
+                f"{source}: 'synthetic.model_mix': unknown model name {k!r}; known: "
+                f"{', '.join(MODEL_NAMES)}"
+            )
+        _check(_number(w) and w >= 0, source, f"synthetic.model_mix.{k}", "a weight >= 0", w)
+    for key in ("gpu_mix", "model_mix"):
+        weights = list(dict(spec.get(key, {})).values())
+        if weights and not sum(weights) > 0:
+            raise ScenarioError(f"{source}: 'synthetic.{key}': weights must not all be zero")
+
+
 def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scenario:
     """Validate ``data`` (scenario fields) and build a :class:`Scenario`."""
     unknown = sorted(set(data) - set(_FIELDS))
@@ -318,6 +373,7 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scena
             raise ScenarioError(f"{source}: 'fabric': {err}") from None
     if "synthetic" in d:
         _check(isinstance(d["synthetic"], Mapping), source, "synthetic", "a table", d["synthetic"])
+        _synthetic_ok(d["synthetic"], source)
     if d.get("trace", "default") == "synthetic" and not d.get("synthetic"):
         raise ScenarioError(f'{source}: trace = "synthetic" needs a [synthetic] table')
     if "jobs" in d:
@@ -367,20 +423,30 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scena
         _congestion_ok(c, source, "congestions")
     for s in d.get("seeds", ()):
         _check(
-            isinstance(s, int) and not isinstance(s, bool),
+            isinstance(s, int) and not isinstance(s, bool) and 0 <= s < 2**63,
             source,
             "seeds",
-            "a list of integers",
+            "a list of integers >= 0",
             d["seeds"],
         )
     if "seeds" in d and not d["seeds"]:
         raise ScenarioError(f"{source}: 'seeds' must not be empty")
     scenario = Scenario(**d)
     try:
-        scenario.build_cluster()
+        cluster = scenario.build_cluster()
     except (ValueError, TypeError) as err:
         raise ScenarioError(f"{source}: 'cluster': {err}") from None
-    if scenario.trace not in BUILTIN_TRACES and not Path(scenario.trace).expanduser().is_file():
+    gpu_mix = dict(scenario.synthetic.get("gpu_mix", {}))
+    limit = scenario.synthetic.get("max_gpus", cluster.num_gpus)
+    if gpu_mix and not any(int(k) <= limit and w > 0 for k, w in gpu_mix.items()):
+        raise ScenarioError(
+            f"{source}: 'synthetic.gpu_mix': no size with a positive weight fits "
+            f"{limit} GPUs (the cluster's size or synthetic.max_gpus)"
+        )
+    trace_path = Path(scenario.trace).expanduser()
+    if scenario.trace not in BUILTIN_TRACES and trace_path.is_dir():
+        raise ScenarioError(f"{source}: 'trace': {trace_path}: is a directory, not a trace file")
+    if scenario.trace not in BUILTIN_TRACES and not _is_file(trace_path):
         raise ScenarioError(
             f"{source}: 'trace' must be one of {', '.join(BUILTIN_TRACES)} or an existing "
             f"trace file, got {scenario.trace!r}"
@@ -388,13 +454,21 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scena
     return scenario
 
 
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, but a folder that cannot be searched is a ScenarioError."""
+    try:
+        return path.is_file()
+    except OSError as err:
+        raise ScenarioError(f"{path}: cannot read: {err.strerror or err}") from None
+
+
 def load_scenario_file(path: str | Path) -> tuple[Scenario, dict[str, Any]]:
     """A scenario from a TOML file, plus the file's other tables (e.g. ``run``)."""
     path = Path(path)
-    if not path.is_file():
+    if not _is_file(path):
         raise ScenarioError(f"{path}: no such scenario file")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except tomllib.TOMLDecodeError as err:
         raise ScenarioError(f"{path}: not valid TOML: {err}") from None
     except (OSError, UnicodeDecodeError) as err:
@@ -405,7 +479,7 @@ def load_scenario_file(path: str | Path) -> tuple[Scenario, dict[str, Any]]:
     trace = data.get("trace")
     if isinstance(trace, str) and trace not in BUILTIN_TRACES:
         candidate = (path.parent / trace).expanduser()
-        if not Path(trace).is_absolute() and candidate.is_file():
+        if not Path(trace).is_absolute() and _is_file(candidate):
             data["trace"] = str(candidate)
     return scenario_from_dict(data, source=str(path)), extra
 
@@ -415,7 +489,7 @@ def get_scenario(name_or_path: str | Path) -> tuple[Scenario, dict[str, Any]]:
     key = str(name_or_path)
     if key in SCENARIOS:
         return SCENARIOS[key], {}
-    if key.endswith(".toml") or Path(key).is_file():
+    if key.endswith(".toml") or _is_file(Path(key)):
         return load_scenario_file(key)
     raise ScenarioError(
         f"unknown scenario {key!r}; known scenarios: {', '.join(SCENARIOS)} (or a .toml file)"

@@ -346,6 +346,10 @@ class Congestion:
                 )
         if self.schedule is not None:
             times = [t for t, _ in self.schedule]
+            if not all(math.isfinite(t) for t in times) or (
+                self.period is not None and not math.isfinite(self.period)
+            ):
+                raise ValueError(f"congestion {self.name!r}: schedule times must be finite")
             if not times or times[0] != 0 or times != sorted(set(times)):
                 raise ValueError(
                     f"congestion {self.name!r}: schedule times must start at 0 and increase"
@@ -357,32 +361,51 @@ class Congestion:
     def time_varying(self) -> bool:
         return self.schedule is not None
 
+    def _cycle(self, t: float) -> int:
+        """Index of the period holding ``t``: the largest ``k`` with ``k * period <= t``.
+
+        ``t // period`` alone can be off by one when the period is not exact
+        in binary floating point (100.1 s), so the guess is corrected with the
+        very products ``k * period`` that :meth:`at` and :meth:`next_change`
+        compare against (never ``base + period``, which rounds differently).
+        """
+        if self.period is None:
+            return 0
+        k = math.floor(t / self.period)
+        while k * self.period > t:
+            k -= 1
+        while (k + 1) * self.period <= t:
+            k += 1
+        return k
+
     def at(self, t: float) -> float:
         """Background fraction at time ``t``."""
         if self.schedule is None:
             return self.background
-        if self.period is not None:
-            t = t % self.period
+        base = self._cycle(t) * (self.period or 0.0)
         value = self.schedule[0][1]
         for start, fraction in self.schedule:
-            if start > t:
+            if base + start > t:
                 break
             value = fraction
         return value
 
     def next_change(self, t: float) -> float | None:
-        """First time after ``t`` at which the fraction may change."""
+        """First time strictly after ``t`` at which the fraction may change.
+
+        Always ``> t`` (or None), so an event loop that re-queues the change it
+        handles always moves forward.
+        """
         if self.schedule is None:
             return None
-        base = 0.0
-        if self.period is not None:
-            base = (t // self.period) * self.period
+        k = self._cycle(t)
+        base = k * (self.period or 0.0)
         for start, _ in self.schedule:
             if base + start > t:
                 return base + start
-        if self.period is not None:
-            return base + self.period
-        return None
+        if self.period is None:
+            return None
+        return (k + 1) * self.period  # > t by construction of _cycle
 
 
 def _diurnal() -> Congestion:

@@ -86,6 +86,27 @@ def resolve_scenario(args: argparse.Namespace, command: str) -> Chosen:
     return Chosen(scenario, run)
 
 
+def seed_arg(text: str) -> int:
+    """argparse type of ``--seed``: an integer >= 0 (numpy's generators need it)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {value}")
+    return value
+
+
+def run_seed(cli_value: int | None, chosen: Chosen, default: int = 0) -> int:
+    """The seed of a run: ``--seed``, else the config file's ``[run] seed``, checked."""
+    if cli_value is not None:
+        return cli_value
+    value = chosen.run.get("seed", default)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise CliError(f"[run] 'seed' must be an integer >= 0, got {value!r}")
+    return value
+
+
 def pick(cli_value: Any, run: dict[str, Any], key: str, default: Any) -> Any:
     """A run setting: the command line, else the config file's ``[run]``, else default."""
     if cli_value is not None:

@@ -53,8 +53,9 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     from ddl_gym.traces import TraceError
 
     # ValueError covers unknown presets (cluster, fabric, congestion) raised by
-    # the library with a message that already names the bad value
-    return (CliError, ScenarioError, TraceError, FileNotFoundError, ValueError)
+    # the library with a message that already names the bad value; OSError
+    # (permission denied, not a directory, disk full) names the path
+    return (CliError, ScenarioError, TraceError, ValueError, OSError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -24,6 +24,7 @@ from ddl_gym.cli.common import (
     make_policy,
     progress,
     resolve_scenario,
+    seed_arg,
     text_table,
 )
 from ddl_gym.experiments.cells import run_simulation
@@ -92,7 +93,7 @@ def register_calibrate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data", type=Path, help="data dir (default: ../shared/data)")
     p.add_argument("--out", type=Path, help="where calibration.md/.png go (default: docs/)")
     p.add_argument("--loss", choices=["linear", "soft_l1", "cauchy"])
-    p.add_argument("--seed", type=int)
+    p.add_argument("--seed", type=seed_arg)
     p.add_argument("--no-save", action="store_true", help="do not save fitted presets")
     p.add_argument("--clusters", help="measured clusters to use, comma-separated (default: all)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (tqdm, with ETA)")
@@ -147,7 +148,7 @@ def register_bench(sub: argparse._SubParsersAction) -> None:
     add_scenario_args(p)
     p.add_argument("-p", "--policy", default="fifo")
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_arg, default=0)
     p.add_argument("--suite", action="store_true", help="run scripts/bench.py (needs the data dir)")
     p.add_argument("--philly", action="store_true", help="every policy on the Philly week")
     p.add_argument("--scale", action="store_true", help="synthetic jobs on 4,096 GPUs")
@@ -217,7 +218,7 @@ def register_train_evaluate(sub: argparse._SubParsersAction) -> None:
     add_scenario_args(p)
     p.add_argument("--out", type=Path, required=True, help="run directory")
     p.add_argument("--timesteps", type=int)
-    p.add_argument("--seed", type=int)
+    p.add_argument("--seed", type=seed_arg)
     p.add_argument("--train-config", type=Path, help="a TrainConfig TOML to start from")
     p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     p.set_defaults(func=run_train)

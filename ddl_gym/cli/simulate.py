@@ -16,6 +16,8 @@ from ddl_gym.cli.common import (
     pick,
     progress,
     resolve_scenario,
+    run_seed,
+    seed_arg,
     text_table,
 )
 from ddl_gym.experiments.cells import run_simulation
@@ -41,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_scenario_args(p)
     p.add_argument("-p", "--policy", help="policy name (default: fifo)")
-    p.add_argument("--seed", type=int, help="workload and policy seed (default: 0)")
+    p.add_argument("--seed", type=seed_arg, help="workload and policy seed (default: 0)")
     p.add_argument(
         "--no-placements", action="store_true", help="do not record the placement timeline"
     )
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     chosen = resolve_scenario(args, "simulate")
     scenario = chosen.scenario
     policy_name = pick(args.policy, chosen.run, "policy", "fifo")
-    seed = int(pick(args.seed, chosen.run, "seed", 0))
+    seed = run_seed(args.seed, chosen)
     policy = make_policy(policy_name)
     n_jobs = len(scenario.build_trace(seed)) if not args.no_progress else None
     with progress(n_jobs, f"simulate {policy_name}", args.no_progress, unit="job") as bar:

@@ -43,6 +43,14 @@ COMPLETION, CONGESTION, ARRIVAL, LEASE, WAKE, TICK = range(6)
 EVENT_NAMES = ("completion", "congestion", "arrival", "lease", "wake", "tick")
 
 
+def later(t: float, dt: float) -> float:
+    """``t + dt``, but strictly after ``t`` even when ``dt`` is below the
+    resolution of ``t`` (a tiny lease late in a long run): a timer that
+    re-arms itself at the same instant would loop for ever."""
+    out = t + dt
+    return out if out > t else math.nextafter(t, math.inf)
+
+
 class StalledError(RuntimeError):
     """Jobs wait but nothing can ever happen again (the policy never places)."""
 
@@ -272,7 +280,7 @@ class Engine:
                     self.lease_expired.append(job)
                     self.events_now.append(("lease", j))
                     job.lease_version += 1
-                    self._push(t + self.lease_s, LEASE, j, job.lease_version)
+                    self._push(later(t, self.lease_s), LEASE, j, job.lease_version)
             elif kind == CONGESTION:
                 self._set_background(self.congestion.at(t))
                 change = self.congestion.next_change(t)
@@ -308,7 +316,7 @@ class Engine:
         if self.tick_s is None or self._tick_at is not None:
             return
         if self.pending or force:
-            self._tick_at = self.now + self.tick_s
+            self._tick_at = later(self.now, self.tick_s)
             self._push(self._tick_at, TICK, -1)
 
     def wake_at(self, t: float) -> None:
@@ -514,7 +522,7 @@ class Engine:
             if self._lazy is not None:
                 self._lazy.start(job, now)
             else:
-                self._push(now + self.lease_s, LEASE, job.index, job.lease_version)
+                self._push(later(now, self.lease_s), LEASE, job.index, job.lease_version)
 
     def _stop(self, job: Job) -> None:
         self._settle(job)

@@ -311,7 +311,9 @@ class ClusterEnv(gym.Env):
             inv = self._inv_ideal
             weight = sum(inv[j.index] for j in e.pending) + sum(inv[i] for i in e.running)
         elif kind == "comm":
-            running = list(e.running.values())
+            # rates as they are now, during the interval: the events that end
+            # it re-rate jobs, and those new rates belong to the next interval
+            running = [(j.gpus, j.busy_until, j.exposed / j.t_iter) for j in e.running.values()]
         e.advance()
         dt = e.now - t0
         if dt <= 0:
@@ -320,9 +322,9 @@ class ClusterEnv(gym.Env):
             loss = dt
         elif kind == "comm":
             loss = 0.0
-            for j in running:
-                busy = max(0.0, min(e.now, j.busy_until) - t0)
-                loss += j.gpus * (dt - busy) * j.exposed / j.t_iter
+            for gpus, busy_until, comm_share in running:
+                busy = max(0.0, min(e.now, busy_until) - t0)
+                loss += gpus * (dt - busy) * comm_share
         else:
             loss = weight * dt
         if kind != "slowdown":

@@ -56,7 +56,7 @@ def named_trace(name: str, cluster: Cluster) -> Trace:
             return default_trace(seed=0)
         return synthetic_trace(n_jobs=5869, seed=0, max_gpus=cluster.num_gpus, name=name)
     path = Path(name).expanduser()
-    if path.is_file():
+    if path.exists():  # a folder or unreadable file: load_trace says which
         return load_trace(path)
     raise ValueError(
         f"unknown trace {name!r}: not 'default', 'seed-week', 'philly-week' or a trace file"
@@ -142,4 +142,10 @@ class EpisodeSource:
             part = window(base, start, start + self.window_s)
             if len(part):
                 return self._engine(part)
-        raise ValueError(f"no window of {self.window_s} s of trace {base.name!r} holds a job")
+        # sparse arrivals (gaps longer than the window): anchor the window on a
+        # random job, so a valid window length never fails an episode
+        anchor = float(arrivals[int(rng.integers(len(arrivals)))])
+        start = max(lo, anchor - float(rng.random()) * self.window_s)
+        if not anchor < start + self.window_s:  # rounding: keep the anchor inside
+            start = anchor
+        return self._engine(window(base, start, start + self.window_s))

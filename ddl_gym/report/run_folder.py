@@ -45,13 +45,18 @@ class RunData:
 def new_run_dir(root: str | Path, name: str | None, label: str) -> Path:
     """``root/name`` (or ``root/<timestamp>-label``), never reusing a folder."""
     root = Path(root)
+    if root.exists() and not root.is_dir():
+        raise NotADirectoryError(f"{root}: not a directory (--out must be a folder for runs)")
     base = name or f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
     path = root / base
     n = 2
     while path.exists():
         path = root / f"{base}-{n}"
         n += 1
-    path.mkdir(parents=True)
+    try:
+        path.mkdir(parents=True)
+    except OSError as err:  # a file on the way, no permission, disk full
+        raise type(err)(f"{path}: cannot create the run folder: {err.strerror or err}") from None
     return path
 
 

@@ -38,6 +38,7 @@ from .schema import (
     Trace,
     TraceWarning,
     make_trace,
+    parse_gpus,
     parse_numeric,
     parse_text,
     raise_at,
@@ -80,7 +81,7 @@ def load_alibaba(
         return parse_numeric(raw[col], source=src, rows=rows, field_name=col, **kw)
 
     names = parse_text(raw["name"], source=src, rows=rows, field_name="name")
-    gpus = num("num_gpu", integer=True)
+    gpus = parse_gpus(raw["num_gpu"], source=src, rows=rows, field_name="num_gpu", positive=False)
     milli = num("gpu_milli")
     created = num("creation_time")
     sched = num("scheduled_time", allow_empty=True)

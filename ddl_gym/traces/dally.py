@@ -7,12 +7,12 @@ seconds per iteration), so no catalogue reference time is needed.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ._io import read_json
 from .schema import (
     Trace,
     TraceError,
@@ -55,11 +55,7 @@ _FIELDS = {
 
 def read_dally_records(path: str | Path) -> list[dict]:
     """Parse the JSON array; each item must be an object."""
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except json.JSONDecodeError as exc:
-        raise TraceError(f"{path}: invalid JSON: {exc}") from exc
+    data = read_json(path)
     if not isinstance(data, list):
         raise TraceError(f"{path}: expected a JSON array of job objects")
     for i, item in enumerate(data, start=1):
@@ -82,6 +78,8 @@ def load_dally(path: str | Path) -> Trace:
     """
     src = str(path)
     records = read_dally_records(path)
+    if not records:
+        raise TraceError(f"{src}: workload is empty: the JSON array has no job objects")
     raw = pd.DataFrame.from_records(records)
     require_columns(list(raw.columns), REQUIRED, src)
     rows = np.arange(1, len(raw) + 1)

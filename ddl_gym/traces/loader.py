@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 
-from ._io import read_csv_header, read_csv_raw
+from ._io import (
+    check_readable,
+    parquet_columns,
+    read_csv_header,
+    read_csv_raw,
+    read_json,
+    read_parquet_raw,
+)
 from .alibaba import REQUIRED as _ALIBABA
 from .alibaba import load_alibaba
 from .dally import REQUIRED as _DALLY
@@ -34,9 +40,14 @@ DATA_ENV_VAR = "DDL_GYM_DATA"
 
 
 def load_normalised(path: str | Path) -> Trace:
-    """Load a CSV already in the normalised schema (as written by save_trace)."""
+    """Load a CSV or Parquet file already in the normalised schema (as written
+    by :func:`save_trace` or ``ddl-gym traces convert``). Both go through the
+    same schema validation; Parquet rows are numbered 1..n in file order."""
     src = str(path)
-    raw, rows = read_csv_raw(path)
+    if Path(path).suffix.lower() == ".parquet":
+        raw, rows = read_parquet_raw(path)
+    else:
+        raw, rows = read_csv_raw(path)
     return make_trace(Path(path).stem, raw, src, rows)
 
 
@@ -64,17 +75,21 @@ _CSV_SIGNATURES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+_SUFFIXES = (".csv", ".json", ".parquet")
+
+
 def detect_family(path: str | Path) -> str | None:
     """The trace family of ``path`` from its extension and columns, or None."""
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix == ".json":
         try:
-            with open(p, encoding="utf-8") as fh:
-                data = json.load(fh)
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            data = read_json(p)
+        except (OSError, TraceError):
             return None
-        if isinstance(data, list) and data and isinstance(data[0], dict):
+        if isinstance(data, list) and not data:
+            return "dally"  # the only JSON family; its loader says "workload is empty"
+        if isinstance(data, list) and isinstance(data[0], dict):
             if set(_DALLY) <= set(data[0]):
                 return "dally"
         return None
@@ -83,7 +98,21 @@ def detect_family(path: str | Path) -> str | None:
         for family, cols in _CSV_SIGNATURES:
             if set(cols) <= header:
                 return family
+    if suffix == ".parquet" and set(SCHEMA_COLUMNS) <= set(parquet_columns(p)):
+        return "normalised"
     return None
+
+
+def _closest(header: list[str]) -> str:
+    """``; closest: <family>, missing column(s) ...`` for a near-miss header."""
+    have = set(header)
+    best = max(_CSV_SIGNATURES, key=lambda fc: len(have & set(fc[1])) / len(fc[1]))
+    family, cols = best
+    missing = [c for c in cols if c not in have]
+    if len(missing) == len(cols):
+        return ""
+    names = ", ".join(repr(c) for c in missing)
+    return f"; closest family {family!r}: missing required column(s) {names}"
 
 
 def load_trace(path: str | Path, family: str | None = None, seed: int = 0, **kwargs) -> Trace:
@@ -93,15 +122,21 @@ def load_trace(path: str | Path, family: str | None = None, seed: int = 0, **kwa
     seeded choices (model assignment, Pollux work draws) and is ignored by the
     others; other keyword arguments go to the family's loader.
     """
-    p = Path(path)
-    if not p.is_file():
-        raise FileNotFoundError(f"{p}: no such trace file")
+    p = check_readable(path)
     fam = family or detect_family(p)
     if fam is None:
-        header = read_csv_header(p) if p.suffix.lower() == ".csv" else []
+        suffix = p.suffix.lower()
+        if suffix == ".json":
+            read_json(p)  # malformed JSON: say where, not just "not recognised"
+            what = "expected a JSON array of objects with fields " + ", ".join(_DALLY)
+        elif suffix == ".parquet":
+            what = f"Parquet columns {parquet_columns(p)}"
+        else:
+            header = read_csv_header(p)
+            what = f"header columns {header}{_closest(header)}"
         raise TraceError(
-            f"{p}: not a recognised trace file (extension {p.suffix!r}, "
-            f"header columns {header}); known families: {sorted(FAMILIES)}"
+            f"{p}: not a recognised trace file (extension {p.suffix!r}, {what}); known "
+            f"families: {sorted(FAMILIES)} (.csv, .json, or .parquet in the normalised schema)"
         )
     if fam not in FAMILIES:
         raise ValueError(f"unknown trace family {fam!r}; known: {sorted(FAMILIES)}")
@@ -122,7 +157,7 @@ def discover_traces(data_dir: str | Path) -> dict[str, Path]:
     root = Path(data_dir)
     found: dict[str, Path] = {}
     for p in sorted(root.rglob("*")):
-        if p.is_file() and p.suffix.lower() in (".csv", ".json") and detect_family(p):
+        if p.is_file() and p.suffix.lower() in _SUFFIXES and detect_family(p):
             found[p.relative_to(root).with_suffix("").as_posix()] = p
     return found
 

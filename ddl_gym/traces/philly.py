@@ -21,17 +21,21 @@ rows with a TraceWarning giving the count (``Trace.dropped["zero_duration"]``).
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 import pandas as pd
 
 from ._io import read_csv_raw
 from .schema import (
     Trace,
+    TraceError,
     TraceWarning,
     make_trace,
+    parse_gpus,
     parse_numeric,
     parse_text,
     raise_at,
@@ -43,6 +47,32 @@ from .transform import assign_models
 __all__ = ["load_philly"]
 
 REQUIRED = ("timestamp", "duration", "num_gpus")
+
+# A trailing UTC offset ("Z", "+01:00", "-0500") after a clock time.
+_ZONED = re.compile(r"\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?\s*(Z|[+-]\d{2}(:?\d{2})?)$", re.IGNORECASE)
+
+
+def parse_timestamps(stamps: np.ndarray, src: str, rows: np.ndarray) -> pd.Series:
+    """ISO-8601 timestamps as a datetime Series (NaT where unparseable).
+
+    Times are either all local (no offset: the week file's case) or all
+    zoned, possibly with different offsets, which are compared in UTC. A mix
+    of zoned and local times has no defined order, so it is an error naming
+    the first row that differs from row 1.
+    """
+    zoned = np.array([bool(_ZONED.search(str(s))) for s in stamps], dtype=bool)
+    if zoned.any() and not zoned.all():
+        other = [
+            f"timestamp {s!r} {'has a' if z else 'has no'} UTC offset but row {int(rows[0])}'s "
+            f"{'has none' if z else 'has one'}: give a time zone on every row or on none"
+            for s, z in zip(stamps, zoned, strict=True)
+        ]
+        raise_at(src, rows, zoned != zoned[0], "timestamp", other)
+    try:
+        series = pd.Series(stamps, dtype=object)
+        return pd.to_datetime(series, format="ISO8601", errors="coerce", utc=bool(zoned.any()))
+    except (ValueError, OverflowError) as exc:  # pandas' own wording is no help to users
+        raise TraceError(f"{src}: field 'timestamp': cannot parse the timestamps ({exc})") from None
 
 
 def load_philly(
@@ -56,7 +86,7 @@ def load_philly(
     require_columns(list(raw.columns), REQUIRED, src)
 
     stamps = parse_text(raw["timestamp"], source=src, rows=rows, field_name="timestamp")
-    when = pd.to_datetime(pd.Series(stamps), format="ISO8601", errors="coerce")
+    when = parse_timestamps(stamps, src, rows)
     raise_at(
         src,
         rows,
@@ -65,9 +95,7 @@ def load_philly(
         [f"unparseable timestamp {s!r}" for s in stamps],
     )
     duration = parse_numeric(raw["duration"], source=src, rows=rows, field_name="duration")
-    gpus = parse_numeric(
-        raw["num_gpus"], source=src, rows=rows, field_name="num_gpus", integer=True, positive=True
-    )
+    gpus = parse_gpus(raw["num_gpus"], source=src, rows=rows, field_name="num_gpus")
     zero = duration == 0
     if zero_duration == "error":
         raise_at(

@@ -28,6 +28,7 @@ from .schema import (
     Trace,
     make_trace,
     map_models,
+    parse_gpus,
     parse_numeric,
     parse_text,
     raise_at,
@@ -90,7 +91,7 @@ def load_pollux(
     )
     # A canonical name outside Pollux's six has no bucket: use the table's
     # error path by checking membership explicitly.
-    bucket = np.array([POLLUX_BUCKET.get(m, -1) for m in models])
+    bucket = np.array([POLLUX_BUCKET.get(m, -1) for m in models], dtype=np.int64)
     raise_at(
         src,
         rows,
@@ -113,13 +114,8 @@ def load_pollux(
         {
             "job_id": parse_text(raw["name"], source=src, rows=rows, field_name="name"),
             "arrival_s": parse_numeric(raw["time"], source=src, rows=rows, field_name="time"),
-            "gpus": parse_numeric(
-                raw["num_replicas"],
-                source=src,
-                rows=rows,
-                field_name="num_replicas",
-                integer=True,
-                positive=True,
+            "gpus": parse_gpus(
+                raw["num_replicas"], source=src, rows=rows, field_name="num_replicas"
             ),
             "model": models,
             "iterations": work_h * 3600.0 / iter_time,

@@ -24,6 +24,9 @@ __all__ = [
     "Trace",
     "TraceError",
     "TraceWarning",
+    "MAX_ARRIVAL_S",
+    "MAX_JOB_GPUS",
+    "MAX_WORK_S",
     "canonical_model_names",
     "reference_iter_time",
     "validate",
@@ -66,6 +69,16 @@ _CANONICAL_MODELS: tuple[str, ...] = (
     "a3c",
     "cyclegan",
 )
+
+# Sanity bounds every reader enforces, so absurd values are errors naming the
+# row instead of overflowing int64 or stalling the clock deep in the engine.
+# No cluster the simulator models comes near a million GPUs; 1e10 s is 317
+# years (float64 still resolves microseconds there); 1e11 single-GPU seconds
+# is 3,170 GPU-years, far above any real job (Philly's largest is ~14 GPU-years).
+MAX_JOB_GPUS = 1_000_000
+MAX_ARRIVAL_S = 1e10
+MAX_WORK_S = 1e11
+MAX_ITER_TIME_S = 1e6
 
 # Spellings treated as "no value" in text files.
 _EMPTY_TOKENS = frozenset({"", "nan", "na", "n/a", "null", "none"})
@@ -179,10 +192,33 @@ def require_columns(columns: Sequence[str], required: Sequence[str], source: str
 
 
 def _is_empty(values: pd.Series) -> np.ndarray:
+    none = values.isna().to_numpy()
+    if _all_text(values):
+        text = values.str.strip().str.lower()
+        return none | text.isin(_EMPTY_TOKENS).to_numpy()
     as_text = values.astype(object).map(
         lambda v: isinstance(v, str) and v.strip().lower() in _EMPTY_TOKENS
     )
-    return (values.isna() | as_text.astype(bool)).to_numpy()
+    return none | as_text.to_numpy(dtype=bool)
+
+
+def _all_text(values: pd.Series) -> bool:
+    """Every cell a string (CSV files): the per-cell type checks can be skipped."""
+    return pd.api.types.infer_dtype(values, skipna=False) == "string"
+
+
+def _type_problem(v: object, expected: str) -> str | None:
+    """Why a cell's Python type is wrong for a field, or None.
+
+    Text files give strings; JSON and Parquet give typed values, and a
+    boolean or a nested list/object where a number or a name belongs is an
+    error, never read as 1/0 or as its ``str()``.
+    """
+    if isinstance(v, (bool, np.bool_)):
+        return f"boolean value {str(bool(v)).lower()} (expected {expected})"
+    if v is None or v is pd.NA or isinstance(v, (str, int, float, np.integer, np.floating)):
+        return None
+    return f"{type(v).__name__} value {v!r} (expected {expected})"[:200]
 
 
 def parse_numeric(
@@ -195,18 +231,42 @@ def parse_numeric(
     minimum: float | None = 0.0,
     positive: bool = False,
     allow_empty: bool = False,
+    maximum: float | None = None,
+    maximum_why: str = "",
 ) -> np.ndarray:
     """Parse a column to float64, raising a TraceError naming the bad row.
 
     Empty values become NaN if ``allow_empty``; otherwise they are errors.
-    ``positive`` rejects zero (e.g. zero GPUs); ``minimum`` rejects negatives.
+    ``positive`` rejects zero (e.g. zero GPUs); ``minimum`` rejects negatives;
+    ``maximum`` rejects absurdly large values (``maximum_why`` says why).
     """
     values = values.reset_index(drop=True)
+    cells = values.astype(object).tolist()
+    text_only = _all_text(values)
+    if not text_only:
+        expected = "an integer" if integer else "a number"
+        typed = [_type_problem(v, expected) for v in cells]
+        bad_type = np.array([t is not None for t in typed], dtype=bool)
+        raise_at(source, rows, bad_type, field_name, typed)
     empty = _is_empty(values)
     if not allow_empty:
         raise_at(source, rows, empty, field_name, "empty or NaN value")
-    text = values.astype(object).map(lambda v: v.strip() if isinstance(v, str) else v)
-    num = pd.to_numeric(text.where(~empty, np.nan), errors="coerce").astype("float64")
+    if text_only:
+        text = values.str.strip().where(~empty, np.nan)
+    else:
+        text = []
+        for v, e in zip(cells, empty, strict=True):
+            if e:
+                text.append(np.nan)
+            elif isinstance(v, str):
+                text.append(v.strip())
+            elif isinstance(v, (int, np.integer)):
+                # exact ints beyond float range must not raise OverflowError
+                text.append(float(v) if abs(int(v)) < 2**1000 else np.inf)
+            else:
+                text.append(v)
+        text = pd.Series(text, dtype=object)
+    num = pd.to_numeric(text, errors="coerce").astype("float64")
     arr = num.to_numpy(dtype="float64", na_value=np.nan)
     bad = np.isnan(arr) & ~empty
     raise_at(
@@ -214,10 +274,16 @@ def parse_numeric(
         rows,
         bad,
         field_name,
-        [f"non-numeric value {v!r}" for v in values.astype(object)],
+        [f"non-numeric value {v!r}" for v in cells],
     )
     ok = ~np.isnan(arr)
-    raise_at(source, rows, ok & ~np.isfinite(arr), field_name, "non-finite value")
+    raise_at(
+        source,
+        rows,
+        ok & ~np.isfinite(arr),
+        field_name,
+        [f"non-finite value {v!r}" for v in cells],
+    )
     if integer:
         frac = ok & np.isfinite(arr) & (arr != np.round(arr))
         raise_at(
@@ -243,7 +309,32 @@ def parse_numeric(
             field_name,
             [f"value {v!r} not allowed (must be > 0)" for v in arr],
         )
+    if maximum is not None:
+        why = f"; {maximum_why}" if maximum_why else ""
+        raise_at(
+            source,
+            rows,
+            ok & (arr > maximum),
+            field_name,
+            [f"value {v:.6g} too large (must be <= {maximum:,.6g}{why})" for v in arr],
+        )
     return arr
+
+
+def parse_gpus(
+    values: pd.Series, *, source: str, rows: np.ndarray, field_name: str, positive: bool = True
+) -> np.ndarray:
+    """A GPU-count column: a positive integer no larger than :data:`MAX_JOB_GPUS`."""
+    return parse_numeric(
+        values,
+        source=source,
+        rows=rows,
+        field_name=field_name,
+        integer=True,
+        positive=positive,
+        maximum=MAX_JOB_GPUS,
+        maximum_why="larger than any cluster the simulator models",
+    )
 
 
 def parse_text(
@@ -254,14 +345,26 @@ def parse_text(
     field_name: str,
     allow_empty: bool = False,
 ) -> np.ndarray:
-    """Parse a column to stripped strings; empty values are errors unless allowed."""
+    """Parse a column to stripped strings; empty values are errors unless allowed.
+
+    Numbers are accepted (JSON ids may be numbers); booleans and nested
+    lists or objects are errors.
+    """
     values = values.reset_index(drop=True)
+    text_only = _all_text(values)
+    if not text_only:
+        typed = [_type_problem(v, "a name or number") for v in values.astype(object).tolist()]
+        bad_type = np.array([t is not None for t in typed], dtype=bool)
+        raise_at(source, rows, bad_type, field_name, typed)
     empty = _is_empty(values)
     if not allow_empty:
         raise_at(source, rows, empty, field_name, "empty or NaN value")
-    out = values.astype(object).map(lambda v: str(v).strip() if v is not None else "")
-    out[empty] = ""
-    return out.to_numpy(dtype=object)
+    if text_only:
+        return values.str.strip().where(~empty, "").to_numpy(dtype=object)
+    cells = values.astype(object).tolist()
+    return np.array(
+        ["" if e else str(v).strip() for v, e in zip(cells, empty, strict=True)], dtype=object
+    )
 
 
 def map_models(
@@ -350,16 +453,16 @@ def validate_rows(
         )
     out["job_id"] = ids
     out["arrival_s"] = parse_numeric(
-        df["arrival_s"], source=source, rows=r, field_name=fname["arrival_s"]
-    )
-    out["gpus"] = parse_numeric(
-        df["gpus"],
+        df["arrival_s"],
         source=source,
         rows=r,
-        field_name=fname["gpus"],
-        integer=True,
-        positive=True,
-    ).astype(np.int64)
+        field_name=fname["arrival_s"],
+        maximum=MAX_ARRIVAL_S,
+        maximum_why="arrival times are seconds from the trace start",
+    )
+    out["gpus"] = parse_gpus(df["gpus"], source=source, rows=r, field_name=fname["gpus"]).astype(
+        np.int64
+    )
     models = parse_text(df["model"], source=source, rows=r, field_name=fname["model"])
     canon = set(canonical_model_names())
     raise_at(
@@ -370,10 +473,30 @@ def validate_rows(
         [f"unknown model name {m!r} (not in the model catalogue)" for m in models],
     )
     out["model"] = models
-    for col in ("iterations", "iter_time_s"):
-        out[col] = parse_numeric(
-            df[col], source=source, rows=r, field_name=fname[col], positive=True
-        )
+    out["iterations"] = parse_numeric(
+        df["iterations"], source=source, rows=r, field_name=fname["iterations"], positive=True
+    )
+    out["iter_time_s"] = parse_numeric(
+        df["iter_time_s"],
+        source=source,
+        rows=r,
+        field_name=fname["iter_time_s"],
+        positive=True,
+        maximum=MAX_ITER_TIME_S,
+        maximum_why="seconds per single-GPU iteration",
+    )
+    work = out["iterations"] * out["iter_time_s"]
+    raise_at(
+        source,
+        r,
+        ~(work <= MAX_WORK_S),
+        fname["iterations"],
+        [
+            f"{fname['iterations']} x {fname['iter_time_s']} = single-GPU work {w:.6g} s "
+            f"too large (must be <= {MAX_WORK_S:.6g} s, 3,170 GPU-years)"
+            for w in work
+        ],
+    )
     if "duration_s" in df.columns:
         out["duration_s"] = parse_numeric(
             df["duration_s"],
@@ -408,6 +531,13 @@ def validate_rows(
     return jobs.reset_index(drop=True), r
 
 
+def _empty_reason(dropped: Mapping[str, int] | None) -> str:
+    if dropped:
+        parts = ", ".join(f"{n} {k.replace('_', '-')}" for k, n in dropped.items())
+        return f"no GPU job left to simulate (every row was skipped: {parts})"
+    return "no job rows (only a header, or blank lines)"
+
+
 def make_trace(
     name: str,
     df: pd.DataFrame,
@@ -416,8 +546,15 @@ def make_trace(
     field_names: Mapping[str, str] | None = None,
     dropped: Mapping[str, int] | None = None,
 ) -> Trace:
-    """Validate ``df`` and wrap it as a :class:`Trace` (used by the adapters)."""
+    """Validate ``df`` and wrap it as a :class:`Trace` (used by the adapters).
+
+    A file that yields no job is an error ("workload is empty"): simulating
+    it would only print NaN metrics. Frames without a source (generated
+    traces) may be empty.
+    """
     src = str(source) if source is not None else name
+    if source is not None and len(df) == 0:
+        raise TraceError(f"{src}: workload is empty: {_empty_reason(dropped)}")
     jobs, r = validate_rows(df, src, rows, field_names)
     return Trace(
         name=name,

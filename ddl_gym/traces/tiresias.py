@@ -15,7 +15,15 @@ from pathlib import Path
 import pandas as pd
 
 from ._io import read_csv_raw
-from .schema import Trace, make_trace, map_models, parse_numeric, parse_text, require_columns
+from .schema import (
+    Trace,
+    make_trace,
+    map_models,
+    parse_gpus,
+    parse_numeric,
+    parse_text,
+    require_columns,
+)
 
 __all__ = ["TIRESIAS_MODELS", "load_tiresias"]
 
@@ -43,7 +51,7 @@ def load_tiresias(path: str | Path) -> Trace:
     def num(col: str, **kw: object):
         return parse_numeric(raw[col], source=src, rows=rows, field_name=col, **kw)
 
-    gpus = num("num_gpu", integer=True, positive=True)
+    gpus = parse_gpus(raw["num_gpu"], source=src, rows=rows, field_name="num_gpu")
     iterations = num("iterations", positive=True)
     duration = num("duration", positive=True)
     df = pd.DataFrame(
