@@ -55,8 +55,17 @@ def roll(b: float, lease_s: float, t: float, strict: bool) -> float:
                 if k >= 1:
                     b = b + k * L  # exact: every partial sum is representable
                     continue
-        b = b + L
+        b = _step(b, L)
     return b
+
+
+def _step(b: float, L: float) -> float:
+    """``b + L``, but strictly later when ``L`` is below the resolution of
+    ``b`` (a tiny lease late in a long run), as the eager engine's timers: a
+    boundary that does not move would loop for ever. Identical to ``b + L``
+    whenever that sum moves."""
+    out = b + L
+    return out if out > b else math.nextafter(b, math.inf)
 
 
 class LazyLeases:
@@ -81,7 +90,7 @@ class LazyLeases:
     def start(self, job: Job, now: float) -> None:
         """The job started at ``now``: its first lease ends at ``now + L``."""
         j = job.index
-        b = now + self.lease_s
+        b = _step(now, self.lease_s)
         self.at[j] = b
         self._seq += 1
         heapq.heappush(self._heap, (b, self._seq, j, job.lease_version))
@@ -132,7 +141,7 @@ class LazyLeases:
                     b = roll(b, L, t, strict=False)
                 if b == t:
                     hits.append(jobs[j])
-                    b = b + L
+                    b = _step(b, L)
                 self.at[j] = b
         hits.sort(key=lambda job: (job.started_at, job.index))
         return hits
