@@ -32,7 +32,7 @@ HEURISTICS = ("fifo", "tiresias", "gandiva", "dally")
 METRICS = {  # summary key -> (column title, scale)
     "mean_jct_s": ("mean JCT (h)", 1 / 3600),
     "makespan_s": ("makespan (h)", 1 / 3600),
-    "comm_overhead": ("comm overhead", 1.0),
+    "comm_overhead": ("comm overhead (comm/compute)", 1.0),
 }
 
 
@@ -112,7 +112,7 @@ def table(df: pd.DataFrame) -> str:
     """Mean ± std over seeds of each seed's average over its windows."""
     per_seed = df.groupby(["policy", "seed"], sort=False)[list(METRICS)].mean()
     lines = []
-    header = f"{'policy':<18}" + "".join(f"{title:>26}" for title, _ in METRICS.values())
+    header = f"{'policy':<18}" + "".join(f"{title:>30}" for title, _ in METRICS.values())
     lines.append(header)
     lines.append("-" * len(header))
     for policy, group in per_seed.groupby(level=0, sort=False):
@@ -121,7 +121,7 @@ def table(df: pd.DataFrame) -> str:
             v = group[key].to_numpy() * scale
             std = float(np.std(v, ddof=1)) if len(v) > 1 else 0.0
             cells.append(f"{np.mean(v):>15.4g} ± {std:<8.3g}")
-        lines.append(f"{policy:<18}" + "".join(f"{c:>26}" for c in cells))
+        lines.append(f"{policy:<18}" + "".join(f"{c:>30}" for c in cells))
     n_seeds = df["seed"].nunique()
     n_win = len(df) // max(1, df["policy"].nunique())
     lines.append(f"({n_win} windows over {n_seeds} seeds; ± is the std over seeds)")

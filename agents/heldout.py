@@ -38,7 +38,7 @@ METRICS = {  # summary key -> (column title, scale)
     "mean_jct_s": ("mean JCT (h)", 1 / 3600),
     "p95_jct_s": ("p95 JCT (h)", 1 / 3600),
     "makespan_s": ("makespan (h)", 1 / 3600),
-    "comm_overhead": ("comm overhead", 1.0),
+    "comm_overhead": ("comm overhead (comm/compute)", 1.0),
 }
 HIST = ("delays", "alloc_machine", "alloc_rack", "alloc_network", "preemptions")
 # every registered heuristic but random; sjf/srtf need true sizes: oracles

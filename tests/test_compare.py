@@ -143,3 +143,52 @@ def test_resume_refuses_another_grids_cells(tmp_path):
     config.write_text(config.read_text().replace('policies = ["fifo"]', 'policies = ["dally"]'))
     proc = compare("--resume", str(tmp_path / "r"), check=False)
     assert proc.returncode == 2 and "resume a run with the settings" in proc.stderr
+
+
+def test_improvement_units_and_near_zero_bases():
+    """Ratios improve by their difference, times by % of the base, and a ~0
+    base (the source of the "-9985%" queue rows) gives n/a, never a % of it."""
+    from ddl_gym.experiments import grid
+
+    def row(policy, makespan_h, queue_h, comm, util):
+        r = {m: 0.0 for m, *_ in grid.METRICS}
+        r |= {
+            "workload": "default",
+            "congestion": "none",
+            "policy": policy,
+            "makespan_s": makespan_h * 3600,
+            "mean_jct_s": makespan_h * 1800,
+            "p95_jct_s": makespan_h * 3600,
+            "p99_jct_s": makespan_h * 3600,
+            "mean_queueing_s": queue_h * 3600,
+            "comm_overhead": comm,
+            "comm_gpu_h": comm * 100,
+            "gpu_utilization": util,
+        }
+        return r
+
+    summary = pd.DataFrame(
+        [
+            row("tiresias", 100.0, 0.004, 0.40, 0.90),
+            row("gandiva", 80.0, 0.5, 0.35, 0.80),
+            row("dally", 120.0, 4.0, 1.40, 0.95),
+            row("fifo", 300.0, 400.0, 2.0, 0.5),
+        ]
+    )
+    imp = grid.improvement(summary).iloc[0]
+    assert imp["makespan_s"] == pytest.approx(-50.0)  # 120 h vs the best 80 h
+    assert imp["comm_overhead"] == pytest.approx(0.35 - 1.40)  # a difference of ratios
+    assert imp["gpu_utilization"] == pytest.approx(0.95 - 0.90)
+    # best queue 0.004 h is under 1% of the largest (400 h): -99,900% would be noise
+    assert pd.isna(imp["mean_queueing_s"])
+    # the "-9985%" rows: a short (not ~0) base, shown as a factor
+    assert grid.improvement_cell("mean_queueing_s", -9985.0) == "101× worse"
+    assert grid.improvement_cell("mean_jct_s", -621.0) == "7.2× worse"
+    assert grid.improvement_cell("mean_jct_s", -39.4) == "-39%"
+    md = grid.markdown(summary, grid.improvement(summary), "default")
+    assert "comm_overhead (comm/compute)" in md and "comm ovh %" not in md
+    last = next(line for line in md.splitlines() if "dally vs" in line)
+    assert "| -50% |" in last and "| -1.05 |" in last and "| +5.0 pt |" in last
+    assert "| n/a |" in last
+    assert "%" not in last.split("|")[8]  # no percent of a ratio
+    assert not any(len(cell.strip()) > 12 for cell in last.split("|")[3:])

@@ -497,6 +497,77 @@ def test_bad_arguments_fail_early():
         ClusterEnv(trace=synthetic_trace(n_jobs=5, seed=0, gpu_mix={16: 1}), cluster="1x1x8")
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"congestion": "extreme"}, "unknown congestion level 'extreme'"),
+        ({"congestion": 1.5}, "background fraction 1.5"),
+        ({"congestion": -0.1}, "background fraction -0.1"),
+        ({"lease_s": 0}, "lease_s must be positive"),
+        ({"tick_s": -5.0}, "tick_s must be positive"),
+        ({"max_time_s": 0.0}, "max_time_s must be positive"),
+        ({"max_steps": 0}, "max_steps must be >= 1"),
+        ({"restore_s_per_gpu": -1.0}, "restore_s_per_gpu must be >= 0"),
+        ({"reward_scale": float("nan")}, "reward_scale must be finite"),
+        ({"trace": {"n_jobs": 10, "arrivals_per_h": 3}}, "unknown synthetic trace argument"),
+        ({"trace": {"n_jobs": -3}}, "n_jobs must be >= 0"),
+    ],
+)
+def test_bad_arguments_fail_in_the_constructor(kwargs, match):
+    """Every bad argument fails in ``__init__`` (so in ``gym.make``), never first
+    at ``reset()``."""
+    with pytest.raises(ValueError, match=match):
+        ClusterEnv(**kwargs)
+    with pytest.raises(ValueError, match=match):
+        gym.make("ddl_gym/Cluster-v0", **kwargs)
+
+
+def test_strict_makes_invalid_actions_raise():
+    trace = pd.DataFrame(
+        {
+            "job_id": ["a", "b"],
+            "arrival_s": [0.0, 0.0],
+            "gpus": [4, 8],
+            "model": ["resnet50", "resnet18"],
+            "iterations": [1000.0, 1000.0],
+            "iter_time_s": [0.1, 0.1],
+        }
+    )
+    lax = ClusterEnv(trace=trace, cluster="1x2x4", K=2, M=1)
+    env = ClusterEnv(trace=trace, cluster="1x2x4", K=2, M=1, strict=True)
+    for e in (lax, env):
+        e.reset(seed=0)
+    n = env.action_space.n
+    # the default: a no-op that says why
+    _, r, _, _, info = lax.step(n)
+    assert r == 0.0 and f"outside Discrete({n})" in info["invalid"]
+    before = snapshot(env)
+    with pytest.raises(ValueError, match=rf"invalid action {n}: action {n} is outside Discrete"):
+        env.step(n)
+    with pytest.raises(ValueError, match="invalid action -1"):
+        env.step(-1)
+    with pytest.raises(ValueError, match="invalid action 0: WAIT would stall"):
+        env.step(0)
+    with pytest.raises(ValueError, match="invalid action 4: .*within one machine"):
+        env.step(1 + 3 * 1 + 0)
+    assert snapshot(env) == before
+    # valid actions still work under strict
+    _, _, _, _, info = env.step(1 + 3 * 1 + 1)
+    assert "invalid" not in info
+
+
+def test_set_env_passes_strict_through():
+    from ddl_gym.env import SetClusterEnv
+
+    env = SetClusterEnv(trace="default", K=4, M=4, strict=True)
+    env.reset(seed=0)
+    assert env.strict
+    with pytest.raises(ValueError, match="invalid action"):
+        env.step(env.action_space.n + 3)
+    with pytest.raises(ValueError, match="unknown congestion level"):
+        SetClusterEnv(congestion="extreme")
+
+
 def test_preempt_slots_round_trip_once_time_passed():
     trace = pd.DataFrame(
         {

@@ -156,8 +156,8 @@ HEADLINE = (
     ("mean_jct_s", "mean_jct_h", 1 / 3600),
     ("p95_jct_s", "p95_jct_h", 1 / 3600),
     ("mean_queueing_s", "mean_queue_h", 1 / 3600),
-    ("comm_overhead", "comm_overhead", 1.0),
-    ("gpu_utilization", "gpu_util", 1.0),
+    ("comm_overhead", "comm_overhead (comm/compute)", 1.0),
+    ("gpu_utilization", "gpu_util (fraction)", 1.0),
     ("preemptions", "preemptions", 1.0),
 )
 

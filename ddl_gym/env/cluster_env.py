@@ -23,6 +23,7 @@ Design notes (why, beyond DESIGN.md section 5):
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import gymnasium as gym
@@ -41,7 +42,7 @@ from ddl_gym.env.observation import (
     ObsConfig,
 )
 from ddl_gym.env.sources import EpisodeSource
-from ddl_gym.topology import Cluster, get_cluster
+from ddl_gym.topology import Cluster, get_cluster, get_congestion
 
 REWARDS = ("jct", "makespan", "comm", "slowdown")
 
@@ -77,11 +78,18 @@ class ClusterEnv(gym.Env):
 
     ``action_masks()`` (sb3-contrib's convention, reachable through wrappers
     with ``get_wrapper_attr`` and through vector envs with ``call`` /
-    ``env_method``) and ``info["action_mask"]`` give the valid actions. An
-    invalid action is a no-op (zero reward, state untouched) that sets
-    ``info["invalid"]`` to the reason. WAIT is invalid only when it would
-    stall the simulation (nothing runs, jobs wait, no event is due): then the
-    agent must place.
+    ``env_method``) and ``info["action_mask"]`` give the valid actions. WAIT
+    is invalid only when it would stall the simulation (nothing runs, jobs
+    wait, no event is due): then the agent must place.
+
+    An invalid action (an index outside ``Discrete(1 + 3K + M)``, a masked
+    index, or any action once the episode is over) is, by default, a no-op:
+    simulated time does not move, no job or GPU changes, the reward is 0.0,
+    ``terminated`` / ``truncated`` are as before (the step still counts
+    toward ``max_steps``), the observation is an equal fresh copy, and
+    ``info["invalid"]`` holds the reason in words. With ``strict=True`` the
+    same action raises ``ValueError`` naming the action and the reason,
+    instead (for debugging a policy that should only pick masked-in actions).
 
     ## Observation Space
 
@@ -182,6 +190,12 @@ class ClusterEnv(gym.Env):
     * ``queue_order``: ``"arrival"``, ``"small_first"`` (fewest GPUs first)
       or ``"las"`` (least attained service first); ties by arrival.
     * ``clairvoyant``: whether remaining work is observable.
+    * ``strict``: an invalid action raises ``ValueError`` instead of being a
+      no-op with ``info["invalid"]``.
+
+    Every argument is checked here, in the constructor (so ``gym.make``
+    fails, not the first ``reset()``): unknown names, out-of-range numbers,
+    an unreadable trace or a synthetic spec that ``synthetic_trace`` rejects.
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -206,7 +220,22 @@ class ClusterEnv(gym.Env):
         queue_order: str = "arrival",
         clairvoyant: bool = False,
         render_mode: str | None = None,
+        strict: bool = False,
     ) -> None:
+        congestion = get_congestion(congestion)  # unknown name / fraction outside [0, 1)
+        for name, value in (
+            ("lease_s", lease_s),
+            ("tick_s", tick_s),
+            ("max_time_s", max_time_s),
+        ):
+            if value is not None and not value > 0:
+                raise ValueError(f"{name} must be positive or None, got {value}")
+        if max_steps is not None and not max_steps >= 1:
+            raise ValueError(f"max_steps must be >= 1 or None, got {max_steps}")
+        if not restore_s_per_gpu >= 0:
+            raise ValueError(f"restore_s_per_gpu must be >= 0, got {restore_s_per_gpu}")
+        if not math.isfinite(reward_scale):
+            raise ValueError(f"reward_scale must be finite, got {reward_scale}")
         if K < 1 or M < 0:
             raise ValueError(f"need K >= 1 and M >= 0, got K={K}, M={M}")
         if reward not in REWARDS:
@@ -234,6 +263,7 @@ class ClusterEnv(gym.Env):
         self.max_time_s = max_time_s
         self.window_s = window_s
         self.clairvoyant = clairvoyant
+        self.strict = bool(strict)
         self._engine_kwargs = {
             "congestion": congestion,
             "lease_s": lease_s,
@@ -367,6 +397,8 @@ class ClusterEnv(gym.Env):
                 reward += self._skip_trivial()
         else:
             info["invalid"] = self._codec.why_invalid(a, obs, e)
+        if self.strict and "invalid" in info:
+            raise ValueError(f"invalid action {a}: {info['invalid']}")
         terminated = e.done
         elapsed = e.now - self._start
         truncated = not terminated and (

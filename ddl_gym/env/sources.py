@@ -8,6 +8,7 @@ Gymnasium interface (reset, step, masks, render).
 
 from __future__ import annotations
 
+import inspect
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -74,6 +75,22 @@ def resolve_trace(item: Any, cluster: Cluster) -> Trace:
     raise TypeError(f"not a trace: {type(item).__name__}")
 
 
+def check_synthetic_spec(spec: Mapping[str, Any]) -> None:
+    """Fail now, not at the first episode, on a spec ``synthetic_trace`` rejects:
+    an unknown key, or a value it refuses (checked on a one-job draw)."""
+    known = set(inspect.signature(synthetic_trace).parameters) - {"seed"}
+    unknown = sorted(set(spec) - known)
+    if unknown:
+        raise ValueError(
+            f"unknown synthetic trace argument(s) {', '.join(map(repr, unknown))}; "
+            f"known: {', '.join(sorted(known))}"
+        )
+    try:
+        synthetic_trace(seed=0, **{**spec, "n_jobs": min(int(spec.get("n_jobs", 1)), 1)})
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"bad synthetic trace spec {dict(spec)!r}: {err}") from err
+
+
 class EpisodeSource:
     """Builds the engine of each episode from the env's ``trace`` argument.
 
@@ -99,6 +116,7 @@ class EpisodeSource:
             spec = dict(trace)
             spec.setdefault("max_gpus", cluster.num_gpus)
             spec.pop("seed", None)  # drawn per episode
+            check_synthetic_spec(spec)
             self.synthetic = spec
         else:
             items = (

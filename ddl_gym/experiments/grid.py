@@ -212,7 +212,7 @@ METRICS: tuple[tuple[str, str, float, bool | None], ...] = (
     ("p95_jct_s", "p95 JCT h", 1 / 3600, True),
     ("p99_jct_s", "p99 JCT h", 1 / 3600, True),
     ("mean_queueing_s", "queue h", 1 / 3600, True),
-    ("comm_overhead", "comm ovh %", 100.0, True),
+    ("comm_overhead", "comm_overhead (comm/compute)", 1.0, True),
     ("comm_gpu_h", "comm GPU-h", 1.0, True),
     ("gpu_utilization", "util %", 100.0, False),
     ("preemptions", "preempt", 1.0, None),
@@ -230,9 +230,25 @@ def summarise(cells: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
+# Metrics that are already ratios: Dally's improvement is the difference of
+# the ratios (``comm_overhead``: comm/compute; ``gpu_utilization``: a fraction),
+# never a percentage of a percentage.
+RATIO_METRICS = frozenset({"comm_overhead", "gpu_utilization"})
+# A relative improvement over a base this small, next to the largest value of
+# the metric among the group's policies, is noise blown up (a queue of 0.02 h
+# against 2 h gives -9,900%): it is reported as n/a.
+NEAR_ZERO_SHARE = 0.01
+
+
 def improvement(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per (workload, congestion): Dally's improvement in % over the better of
-    Tiresias and Gandiva, metric by metric."""
+    """Per (workload, congestion): Dally's improvement over the better of
+    Tiresias and Gandiva, metric by metric, positive = Dally better.
+
+    Ratio metrics (``RATIO_METRICS``) give ``best - dally`` (lower is better)
+    or ``dally - best`` in the metric's own unit; every other metric gives
+    the relative improvement in % of the base, or NaN ("n/a") when the base
+    is ~0 (below ``NEAR_ZERO_SHARE`` of the largest value in the group).
+    """
     rows = []
     for (w, c), g in summary.groupby(["workload", "congestion"], sort=False):
         g = g.set_index("policy")
@@ -243,14 +259,36 @@ def improvement(summary: pd.DataFrame) -> pd.DataFrame:
         for m, _, _, lower in METRICS:
             if lower is None:
                 continue
-            d = g.loc[DALLY, m]
-            best = base[m].min() if lower else base[m].max()
-            if not best or not np.isfinite(best):
+            d = float(g.loc[DALLY, m])
+            best = float(base[m].min() if lower else base[m].max())
+            if m in RATIO_METRICS:
+                row[m] = (best - d) if lower else (d - best)
+                continue
+            scale = float(np.nanmax(np.abs(g[m].to_numpy(dtype=float))))
+            if not np.isfinite(best) or not abs(best) > NEAR_ZERO_SHARE * scale:
                 row[m] = float("nan")
             else:
                 row[m] = 100.0 * ((best - d) / best if lower else (d - best) / best)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def improvement_cell(metric: str, value: float) -> str:
+    """One cell of the improvement row: ``+12%`` / ``-39%``, ``7.2× worse``
+    (Dally more than twice the base: a factor reads better than ``-621%``, and
+    ``-9985%`` rows are how a short queue base looked), ``-0.52`` (a
+    difference of comm/compute ratios), ``+3.1 pt`` (utilisation points) or
+    ``n/a`` (base ~0)."""
+    if not np.isfinite(value):
+        return "n/a"
+    if metric == "gpu_utilization":
+        return f"{100.0 * value:+.1f} pt"
+    if metric in RATIO_METRICS:
+        return f"{value:+.2f}"
+    if value < -100.0:  # lower is better: dally / best = 1 - value / 100 > 2
+        factor = 1.0 - value / 100.0
+        return f"{factor:.0f}× worse" if factor >= 10 else f"{factor:.1f}× worse"
+    return f"{value:+.0f}%"
 
 
 def _fmt(x: float) -> str:
@@ -279,8 +317,18 @@ def markdown(summary: pd.DataFrame, imp: pd.DataFrame, workload: str) -> str:
         i = imp[(imp["workload"] == workload) & (imp["congestion"] == c)] if len(imp) else imp
         if len(i):
             r = i.iloc[0]
-            vals = [("-" if lower is None else f"{r[m]:+.0f}%") for m, _, _, lower in METRICS]
+            vals = [
+                "-" if lower is None else improvement_cell(m, r[m]) for m, _, _, lower in METRICS
+            ]
             lines.append(
                 f"| {c} | **dally vs best of tiresias/gandiva** | " + " | ".join(vals) + " |"
             )
+    if len(imp) and (imp["workload"] == workload).any():
+        lines += [
+            "",
+            "Improvement rows: positive = Dally better than the better of Tiresias and "
+            "Gandiva; % of that base for times and GPU-hours (a factor when Dally takes more "
+            "than twice as long; n/a when the base is ~0), a difference of ratios for "
+            "comm_overhead (comm/compute) and points for util %.",
+        ]
     return "\n".join(lines) + "\n"

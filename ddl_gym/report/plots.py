@@ -66,7 +66,7 @@ def plot_jct_cdf(jobs: pd.DataFrame, path: Path) -> Path:
 METRIC_PANELS = (
     ("makespan_s", "makespan (h)", 1 / 3600.0),
     ("mean_jct_s", "mean JCT (h)", 1 / 3600.0),
-    ("comm_overhead", "comm. overhead (comm / compute)", 1.0),
+    ("comm_overhead", "comm overhead (comm/compute)", 1.0),
 )
 
 
@@ -233,7 +233,7 @@ def plot_compare(cells: list[dict[str, Any]], summary: pd.DataFrame, out: Path) 
             (
                 ("makespan_s", "makespan (h)", 1 / 3600),
                 ("mean_jct_s", "mean JCT (h)", 1 / 3600),
-                ("comm_overhead", "comm overhead (%)", 100.0),
+                ("comm_overhead", "comm overhead (comm/compute)", 1.0),
             ),
             strict=True,
         ):
