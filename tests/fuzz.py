@@ -27,11 +27,15 @@ so a failure is replayed from the seed printed with it. Four families:
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import math
 import signal
+import tempfile
+import time
 import traceback
 import warnings
 from collections.abc import Callable, Iterator
@@ -1005,3 +1009,61 @@ def run_profile(
     for _ in range(shard, profile.cli_cases, shards):
         check_cli_case(rng, scen, stats)
     return stats
+
+
+# -- command line (scripts/fuzz.py) ----------------------------------------------
+FUZZ_HELP = (
+    "Fuzz the public API: random env configurations x random and invalid actions,\n"
+    "simulate() x every baseline, malformed trace files, scenario files, CLI arguments.\n"
+    "Exit status 1 if anything broke; each failure prints with the seed that replays it."
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        description=FUZZ_HELP,
+        formatter_class=argparse.RawTextHelpFormatter,
+    )
+    p.add_argument("--long", action="store_true", help="the long profile (>= 10^6 actions)")
+    p.add_argument("--seed", type=int, default=0, help="profile seed (default 0)")
+    p.add_argument("--env-configs", type=int, help="override: env configurations")
+    p.add_argument("--actions", type=int, help="override: actions per env configuration")
+    p.add_argument("--simulate-configs", type=int, help="override: simulate() configurations")
+    p.add_argument("--json", type=Path, help="write the figures and failures here")
+    p.add_argument(
+        "--shard", default="0/1", help="K/N: run every N-th case from K (parallel processes)"
+    )
+    args = p.parse_args(argv)
+    profile = dataclasses.replace(LONG if args.long else SHORT, seed=args.seed)
+    for key, value in (
+        ("env_configs", args.env_configs),
+        ("actions_per_config", args.actions),
+        ("simulate_configs", args.simulate_configs),
+    ):
+        if value is not None:
+            profile = dataclasses.replace(profile, **{key: value})
+    try:
+        shard, shards = (int(x) for x in args.shard.split("/"))
+        assert 0 <= shard < shards
+    except (ValueError, AssertionError):
+        p.error(f"--shard must be K/N with 0 <= K < N, got {args.shard!r}")
+    print(f"profile: {profile}, shard {shard}/{shards}", flush=True)
+    cpu = time.process_time()
+    with tempfile.TemporaryDirectory(prefix="ddl-gym-fuzz-") as folder:
+        stats = run_profile(
+            profile, Path(folder), lambda m: print(m, flush=True), shard=shard, shards=shards
+        )
+    cpu = time.process_time() - cpu
+    summary = {**stats.summary(), "cpu_s": round(cpu, 1)}
+    print(json.dumps(summary, indent=1))
+    for failure in stats.failures:
+        print("----", failure, sep="\n")
+    if args.json:
+        record = {
+            "profile": dataclasses.asdict(profile),
+            "shard": f"{shard}/{shards}",
+            **summary,
+            "failures": stats.failures,
+        }
+        args.json.write_text(json.dumps(record, indent=1))
+    return 1 if stats.failures else 0

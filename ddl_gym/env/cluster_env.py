@@ -181,7 +181,10 @@ class ClusterEnv(gym.Env):
       fabric preset overriding the cluster's.
     * ``congestion``: background uplink traffic (preset name or fraction).
     * ``K``, ``M``: pending and running window sizes (8, 8).
-    * ``lease_s``, ``tick_s``, ``restore_s_per_gpu``: engine arguments.
+    * ``lease_s``, ``tick_s``, ``restore_s_per_gpu``: engine arguments;
+      ``lazy_leases``: report a lease expiry only at an instant where a job
+      waits (what Dally's ``engine_kwargs()`` asks for; off by default, since
+      an agent may want to act on every expiry).
     * ``reward``: ``"jct"``, ``"makespan"``, ``"comm"`` or ``"slowdown"``;
       ``reward_scale``; ``time_scale_s`` (3600): time unit of rewards and
       observations.
@@ -209,6 +212,7 @@ class ClusterEnv(gym.Env):
         K: int = 8,
         M: int = 8,
         lease_s: float | None = None,
+        lazy_leases: bool = False,
         tick_s: float | None = None,
         restore_s_per_gpu: float = 1.0,
         reward: str = "jct",
@@ -267,6 +271,7 @@ class ClusterEnv(gym.Env):
         self._engine_kwargs = {
             "congestion": congestion,
             "lease_s": lease_s,
+            "lazy_leases": lazy_leases,
             "tick_s": tick_s,
             "restore_s_per_gpu": restore_s_per_gpu,
             "clairvoyant": clairvoyant,
