@@ -125,6 +125,38 @@ def _model_features(model: str, fabric: Fabric) -> tuple[float, float, float]:
     )
 
 
+class LevelSlowdowns:
+    """The ``slowdown_machine|rack|network`` features of a job (``1 - 1/s``,
+    1 where no shape of the level exists), shared by the observation builders.
+
+    Predicted slowdowns depend only on the background traffic between
+    decisions, so they are filled lazily per job and dropped when the
+    background changes.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._cache: dict[int, tuple[float, float, float]] = {}
+        self._bg = engine.background
+
+    def __call__(self, job: Job) -> tuple[float, float, float]:
+        engine = self._engine
+        bg = engine.background
+        if bg != self._bg:
+            self._cache.clear()
+            self._bg = bg
+        s = self._cache.get(job.index)
+        if s is None:
+            perf = engine.perf
+            vals = []
+            for lv in LEVELS:
+                x = perf.slowdown(job.model, job.gpus, lv, bg, job.t_compute)
+                # None: no shape of this level exists (flagged by has_*)
+                vals.append(1.0 if x is None else 1.0 - 1.0 / x)
+            s = self._cache[job.index] = (vals[0], vals[1], vals[2])
+        return s
+
+
 class ObsBuilder:
     """Observation arrays, action windows and mask for one engine."""
 
@@ -158,10 +190,7 @@ class ObsBuilder:
             head = (1.0, math.log1p(j.gpus) / log_n)
             self._static_p.append((*head, *has, *feats, log_t))
             self._static_r.append((*head, *feats, log_t))
-        # Predicted slowdowns depend on the background traffic: filled lazily
-        # per job, dropped when the background changes.
-        self._slow: dict[int, tuple[float, float, float]] = {}
-        self._slow_bg = engine.background
+        self._slowdowns = LevelSlowdowns(engine)
         self._zero_p = (0.0,) * len(PENDING_FIELDS)
         self._zero_r = (0.0,) * len(RUNNING_FIELDS)
         self._inv_g = 1.0 / c.gpus_per_server
@@ -208,22 +237,6 @@ class ObsBuilder:
         if len(pending) <= K:
             return sorted(pending, key=key)
         return heapq.nsmallest(K, pending, key=key)
-
-    def _slowdowns(self, job: Job) -> tuple[float, float, float]:
-        bg = self.engine.background
-        if bg != self._slow_bg:
-            self._slow.clear()
-            self._slow_bg = bg
-        s = self._slow.get(job.index)
-        if s is None:
-            perf = self.engine.perf
-            vals = []
-            for lv in LEVELS:
-                x = perf.slowdown(job.model, job.gpus, lv, bg, job.t_compute)
-                # None: no shape of this level exists (flagged by has_*)
-                vals.append(1.0 if x is None else 1.0 - 1.0 / x)
-            s = self._slow[job.index] = (vals[0], vals[1], vals[2])
-        return s
 
     def _wait_would_stall(self) -> bool:
         e = self.engine

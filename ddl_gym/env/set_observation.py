@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ddl_gym.engine import Engine, Job
-from ddl_gym.env.observation import LEVELS, _model_features
+from ddl_gym.env.observation import LevelSlowdowns, _model_features
 
 SET_PENDING_FIELDS = (
     "present",
@@ -167,8 +167,7 @@ class SetObsBuilder:
             g = j.gpus
             self._static.append((min(1.0, g / n), g / (g + self.G), *feats, log_t))
             self._fits.append((float(g <= self.G), float(g <= c.gpus_per_rack)))
-        self._slow: dict[int, tuple[float, float, float]] = {}
-        self._slow_bg = engine.background
+        self._slowdowns = LevelSlowdowns(engine)
         self.win_pending: list[Job] = []
         self.win_running: list[Job] = []
         self.wait_ok = True
@@ -201,21 +200,6 @@ class SetObsBuilder:
         rows = oldest + small
         rows.sort(key=lambda j: (j.arrival, j.index))
         return rows
-
-    def _slowdowns(self, job: Job) -> tuple[float, float, float]:
-        bg = self.engine.background
-        if bg != self._slow_bg:
-            self._slow.clear()
-            self._slow_bg = bg
-        s = self._slow.get(job.index)
-        if s is None:
-            perf = self.engine.perf
-            vals = []
-            for lv in LEVELS:
-                x = perf.slowdown(job.model, job.gpus, lv, bg, job.t_compute)
-                vals.append(1.0 if x is None else 1.0 - 1.0 / x)
-            s = self._slow[job.index] = (vals[0], vals[1], vals[2])
-        return s
 
     def update(self) -> None:
         """Recompute rows, mask and observation from the engine (a new array
