@@ -359,7 +359,9 @@ class Congestion:
 
     @property
     def time_varying(self) -> bool:
-        return self.schedule is not None
+        # A schedule whose fractions are all equal is constant: no change
+        # events (each would be an instant that changes nothing).
+        return self.schedule is not None and len({f for _, f in self.schedule}) > 1
 
     def _cycle(self, t: float) -> int:
         """Index of the period holding ``t``: the largest ``k`` with ``k * period <= t``.
@@ -396,7 +398,7 @@ class Congestion:
         Always ``> t`` (or None), so an event loop that re-queues the change it
         handles always moves forward.
         """
-        if self.schedule is None:
+        if not self.time_varying:
             return None
         k = self._cycle(t)
         base = k * (self.period or 0.0)

@@ -124,6 +124,27 @@ def test_inexact_congestion_period_does_not_hang_the_engine() -> None:
     assert changes > 10
 
 
+def test_constant_schedule_makes_no_change_events() -> None:
+    # A one-value schedule repeating every 0.3 s once made an event (and a
+    # decision point) every 0.3 s: a single env step on day-long jobs ran for
+    # minutes (long fuzz profile, config [0, 0, 168]). Equal fractions are
+    # constant: same results as the plain background, no congestion instant.
+    cong = Congestion("c", schedule=((0.0, 0.5), (0.1, 0.5)), period=0.3)
+    assert not cong.time_varying and cong.next_change(0.0) is None
+    assert Congestion("v", schedule=((0.0, 0.5), (0.1, 0.6)), period=0.3).time_varying
+    jobs = _jobs(12, 16)
+    res = simulate(jobs, Cluster(2, 2, 4), FifoPolicy(), congestion=cong)
+    plain = simulate(jobs, Cluster(2, 2, 4), FifoPolicy(), congestion=0.5)
+    assert res.summary == plain.summary
+    e = Engine(jobs, Cluster(2, 2, 4), congestion=cong)
+    while not e.done:
+        for job in list(e.pending):
+            if e.check(fuzz.Place(job.index, 2)) is None:
+                e.place(job.index, 2)
+        e.advance()
+        assert all(k != "congestion" for k, _ in e.events_now)
+
+
 def test_tiny_lease_late_in_a_run_still_moves_time() -> None:
     trace = _jobs(3, 4).assign(arrival_s=[1e9, 1e9 + 1, 1e9 + 2])
     e = Engine(trace, Cluster(1, 1, 4), lease_s=1e-9)  # below the resolution of 1e9 s
