@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
+from ddl_gym.measured import configuration_factor
 from ddl_gym.perf import PerfModel, Shape
 from ddl_gym.profiles import get_profile
 from ddl_gym.topology import (
@@ -507,16 +508,27 @@ TRANSFER_ALGORITHM: Algorithm = "shared"
 _LINK_PARAMS = ("gpu_link.bandwidth", "gpu_link.latency", "nic.bandwidth", "nic.latency")
 
 
-def transfer_prior(fits: dict[str, FitResult], name: str = "transfer_prior") -> Fabric:
+def transfer_prior(
+    fits: dict[str, FitResult],
+    name: str = "transfer_prior",
+    target: str | None = None,
+    models: Iterable[str] = (),
+) -> Fabric:
     """A fabric for hardware none of ``fits`` measured, built from them.
 
     Physical and per-model terms are pooled separately, so each carries on
-    its own: link bandwidths and latencies are the geometric mean over the
-    clusters (a typical server and network of the measured generations),
-    overlap and the sharing exponents the arithmetic mean, and a model's
-    gradient-byte multiplier the geometric mean over the clusters that
-    measured it (its "model card": what it really moves relative to its fp32
-    parameters, whatever the links). All fits must use one algorithm.
+    its own: link bandwidths and latencies are the median over the clusters
+    in log space (a typical server and network of the measured generations),
+    overlap and the sharing exponents the median, and a model's
+    gradient-byte multiplier its "model card": what the framework makes of
+    its bytes, the geometric mean over the clusters that measured it of
+    their multiplier divided by :func:`~ddl_gym.measured.configuration_factor`
+    (the bytes of the configuration each table ran, over the catalogue's).
+
+    ``target`` names the cluster predicted (its configurations give the
+    bytes the card is applied to) and ``models`` are its models: a model no
+    fit measured moves its configuration's bytes. ``fits`` is keyed by
+    cluster name and must use one algorithm.
     """
     if not fits:
         raise ValueError("transfer_prior needs at least one fitted cluster")
@@ -529,10 +541,17 @@ def transfer_prior(fits: dict[str, FitResult], name: str = "transfer_prior") -> 
     }
     values.update({p: float(np.median([get_param(f, p) for f in fabrics])) for p in _UNIT})
     logs: dict[str, list[float]] = {}
-    for f in fabrics:
-        for model, factor in f.comm_scale:
-            logs.setdefault(model, []).append(math.log(factor))
-    scale = tuple((m, math.exp(float(np.mean(v)))) for m, v in logs.items())
+    for cluster, fit in fits.items():
+        for model, factor in fit.fabric.comm_scale:
+            card = factor / configuration_factor(cluster, model)
+            logs.setdefault(model, []).append(math.log(card))
+    cards = {m: math.exp(float(np.mean(v))) for m, v in logs.items()}
+    for m in models:
+        cards.setdefault(m, 1.0)
+    scale = tuple(
+        (m, card * (configuration_factor(target, m) if target is not None else 1.0))
+        for m, card in sorted(cards.items())
+    )
     prior = with_params(replace(fabrics[0], comm_scale=scale), values)
     return replace(prior, name=name, description=f"pooled from {', '.join(sorted(fits))}")
 
@@ -587,7 +606,8 @@ def predict_leave_one_cluster_out(
         idx = np.flatnonzero(clusters == c)
         part = df.iloc[idx]
         calib = calibration_rows(part, k, seed)
-        fabric = calibrate_server(transfer_prior(others), part.iloc[calib])
+        prior = transfer_prior(others, target=c, models=part["model"].unique())
+        fabric = calibrate_server(prior, part.iloc[calib])
         pred[idx] = predict_ratio(part, fabric)
         used[idx[calib]] = True
     pred[used] = np.nan

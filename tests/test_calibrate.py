@@ -485,6 +485,32 @@ def test_transfer_prior_pools_physical_and_model_terms_separately():
         transfer_prior({**fits, "d": _fit_of(_truth("ring", comm_scale=()))})
 
 
+def test_transfer_prior_applies_model_cards_to_the_target_configuration():
+    """Pollux's NCF is a 1.6M-parameter configuration, the catalogue's NCF 5M:
+    a card pooled from a cluster that ran the catalogue's configuration is
+    applied to Pollux's bytes, and Pollux's own multiplier, divided by its
+    configuration factor, is what another cluster inherits."""
+    from ddl_gym.calibrate import transfer_prior
+    from ddl_gym.measured import configuration_factor
+    from ddl_gym.profiles import get_profile
+
+    ncf = configuration_factor("pollux_t4", "ncf")
+    assert ncf == pytest.approx(1_602_657 / get_profile("ncf").params)
+    assert 0.3 < ncf < 0.35
+    assert configuration_factor("gavel_k80", "ncf") == 1.0  # not listed: the catalogue's
+    shared = replace(_truth("shared"), comm_scale=())
+    other = {"other": _fit_of(shared, ncf=2.0, resnet50=0.5)}
+    prior = transfer_prior(other, target="pollux_t4", models=["ncf", "deepspeech2", "bert_base"])
+    assert prior.comm_scale_of("ncf") == pytest.approx(2.0 * ncf)
+    assert prior.comm_scale_of("resnet50") == pytest.approx(0.5)
+    ds2 = configuration_factor("pollux_t4", "deepspeech2")
+    assert ds2 == pytest.approx(41_187_968 / get_profile("deepspeech2").params)
+    assert prior.comm_scale_of("deepspeech2") == pytest.approx(ds2)  # no card: its own bytes
+    assert prior.comm_scale_of("bert_base") == 1.0
+    pollux = {"pollux_t4": _fit_of(shared, ncf=0.5)}
+    assert transfer_prior(pollux, target="x").comm_scale_of("ncf") == pytest.approx(0.5 / ncf)
+
+
 def test_calibration_rows_are_single_server_multi_gpu_and_seeded():
     from ddl_gym.calibrate import calibration_rows
 
