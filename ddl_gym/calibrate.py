@@ -586,6 +586,24 @@ def calibrate_server(prior: Fabric, rows: pd.DataFrame) -> Fabric:
     return fit.fabric
 
 
+def calibrate_network(prior: Fabric, rows: pd.DataFrame) -> Fabric:
+    """``prior`` with its NIC bandwidth refitted to a few multi-node rows of
+    the new hardware: for a table with no single-server rows (Chronus), what
+    a few small spread runs could tell. Not part of the leave-one-cluster-out
+    protocol (which allows single-server rows only); reported beside it."""
+    if rows.empty:
+        return prior
+    fit = fit_fabric(
+        rows,
+        prior,
+        algorithm=prior.algorithm,
+        name=prior.name,
+        free=("nic.bandwidth",),
+        comm_scale=False,
+    )
+    return fit.fabric
+
+
 def predict_leave_one_cluster_out(
     df: pd.DataFrame, fits: dict[str, FitResult], k: int = 0, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -612,3 +630,117 @@ def predict_leave_one_cluster_out(
         used[idx[calib]] = True
     pred[used] = np.nan
     return pred, used
+
+
+# -- what the tables themselves allow ---------------------------------------------
+
+
+def repeat_spread(df: pd.DataFrame, second: pd.DataFrame | None = None) -> pd.DataFrame:
+    """How well a measurement predicts a repeat of itself: the floor that
+    measurement noise puts under any model's error.
+
+    Two kinds of repeats, both taken as they are in the data:
+
+    * within a table, rows of one job (model and batch) whose placements are
+      the same multiset of GPUs per node (Pollux measures ``13`` and ``31``,
+      both ``(3, 1)``): every ordered pair gives ``|r_i / r_j - 1|``;
+    * ``second``, another measuring campaign of the same table (Gavel's
+      ``physical_cluster_throughputs.json`` beside the simulation one): rows
+      of the same cluster, job and placement whose iteration times differ
+      (identical floats are copies, not re-measurements) give
+      ``|t_a / t_b - 1|``. Only jobs the table measures on more than one GPU
+      (the ones fitted) count.
+
+    Returns per cluster: pairs, median and p90 of the spread, and what the
+    pairs are.
+    """
+    rows = []
+    d = df[~df["is_reference"].to_numpy()]
+    for cluster, part in d.groupby("cluster", sort=True):
+        spread: list[float] = []
+        for _, ratios in part.groupby(["job", "placement"])["ratio"]:
+            r = ratios.to_numpy(dtype=float)
+            if len(r) > 1:
+                q = r[:, None] / r[None, :]
+                spread.extend(np.abs(q[~np.eye(len(r), dtype=bool)] - 1.0))
+        if spread:
+            rows.append(("same job and GPUs per node, measured twice", cluster, spread))
+    if second is not None:
+        keys = ["cluster", "job", "placement"]
+        fitted = set(d["job"])
+        both = df.merge(second, on=keys, suffixes=("", "_2"))
+        both = both[both["job"].isin(fitted)]
+        t1, t2 = both["t_iter"].to_numpy(dtype=float), both["t_iter_2"].to_numpy(dtype=float)
+        both = both.assign(spread=np.abs(t1 / t2 - 1.0))[t1 != t2]
+        for cluster, part in both.groupby("cluster", sort=True):
+            rows.append(("second campaign, re-measured rows", cluster, list(part["spread"])))
+    out = [
+        {
+            "cluster": c,
+            "repeats": what,
+            "pairs": len(s),
+            "median": float(np.median(s)),
+            "p90": float(np.quantile(s, 0.9)),
+        }
+        for what, c, s in rows
+    ]
+    return pd.DataFrame(out, columns=["cluster", "repeats", "pairs", "median", "p90"])
+
+
+def _most_within(lo: np.ndarray, hi: np.ndarray) -> int:
+    """Most points whose value can be chosen in ``[lo_i, hi_i]``, non-decreasing
+    in order and >= 1 (points in order; small groups: all subsets)."""
+    n = len(lo)
+    if n > 12:
+        raise ValueError(f"group of {n} points: too many for the exhaustive check")
+    best = 0
+    for mask in range(1, 1 << n):
+        take = [i for i in range(n) if mask >> i & 1]
+        if len(take) <= best:
+            continue
+        y = 1.0
+        for i in take:
+            y = max(y, lo[i])
+            if y > hi[i]:
+                break
+        else:
+            best = len(take)
+    return best
+
+
+def monotone_floor(df: pd.DataFrame, tol: float = 0.15) -> pd.DataFrame:
+    """The best any data-parallel model can do on one server, in-sample.
+
+    On one server every all-reduce form here (and any data-parallel one)
+    gives a slowdown ``t_iter / t_1GPU`` that is at least 1 and does not fall
+    as GPUs are added. Give such a model a free value per job and GPU count,
+    constrained only by that: per cluster, this is how many single-server
+    points it must still miss by more than ``tol``, and the smallest median
+    error it can reach (``best median``; the target cannot be met below it,
+    by any fit).
+    """
+    d = df[(~df["is_reference"].to_numpy()) & (df["s"].to_numpy() == 1)]
+    rows = []
+    for cluster, part in d.groupby("cluster", sort=True):
+        groups = [
+            (g["ratio"].to_numpy(dtype=float))
+            for _, g in part.sort_values("n").groupby("job", sort=True)
+        ]
+        total = sum(len(g) for g in groups)
+
+        def within(t: float, groups: list[np.ndarray] = groups) -> int:
+            return sum(_most_within(m * (1 - t), m * (1 + t)) for m in groups)
+
+        lo, hi = 0.0, 10.0  # bisect the smallest error half the points can meet
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if within(mid) >= total / 2 else (mid, hi)
+        rows.append(
+            {
+                "cluster": cluster,
+                "points": total,
+                f"missed by > {tol:.0%}": total - within(tol),
+                "best median": hi,
+            }
+        )
+    return pd.DataFrame(rows)

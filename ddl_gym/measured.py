@@ -562,6 +562,10 @@ def read_chronus(path: str | Path) -> pd.DataFrame:
 
 # -- everything --------------------------------------------------------------
 
+# Gavel's second measuring campaign of the same throughputs (its physical
+# cluster): re-measured rows give the tables' repeatability.
+GAVEL_SECOND_CAMPAIGN = "profiles/gavel/physical_cluster_throughputs.json"
+
 SOURCES: dict[str, tuple[str, Callable[[Path], pd.DataFrame]]] = {
     "gavel": ("profiles/gavel/isolated_throughputs_flat.csv", read_gavel_flat),
     "pollux": ("profiles/pollux", read_pollux),

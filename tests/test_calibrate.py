@@ -603,3 +603,75 @@ def test_real_transfer_between_gavel_k80_and_p100(measured):
         assert medians[3][(c, "multi-node")] == medians[0][(c, "multi-node")]  # NIC untouched
         assert medians[3][(c, "machine")] < 0.10
     assert medians[0][("gavel_p100", "machine")] > 0.25  # K80's GPU link is not P100's
+
+
+# -- what the tables allow ----------------------------------------------------------
+
+
+def _rows(cluster: str, rows: list[tuple[str, tuple[int, ...], float, float]]) -> pd.DataFrame:
+    """Minimal measured rows: (job, placement, ratio, t_iter)."""
+    return pd.DataFrame(
+        {
+            "cluster": cluster,
+            "job": [r[0] for r in rows],
+            "model": "resnet50",
+            "placement": [r[1] for r in rows],
+            "n": [sum(r[1]) for r in rows],
+            "s": [len(r[1]) for r in rows],
+            "ratio": [r[2] for r in rows],
+            "t_iter": [r[3] for r in rows],
+            "is_reference": [r[1] == (1,) for r in rows],
+        }
+    )
+
+
+def test_repeat_spread_pairs_repeats_and_skips_copies():
+    from ddl_gym.calibrate import repeat_spread
+
+    df = _rows(
+        "p",
+        [
+            ("j", (1,), 1.0, 1.0),
+            ("j", (3, 1), 1.0, 1.0),
+            ("j", (3, 1), 1.1, 1.1),  # the same GPUs per node measured again
+            ("j", (2,), 1.2, 1.2),
+            ("k", (1,), 1.0, 2.0),  # only one GPU: not a fitted job
+        ],
+    )
+    second = _rows("p", [("j", (1,), 1.0, 0.8), ("j", (2,), 1.2, 1.2), ("k", (1,), 1.0, 9.0)])
+    out = repeat_spread(df, second).set_index("repeats")
+    within = out.loc["same job and GPUs per node, measured twice"]
+    assert within["pairs"] == 2
+    assert within["median"] == pytest.approx((0.1 + (1 - 1 / 1.1)) / 2)
+    campaign = out.loc["second campaign, re-measured rows"]
+    # (2,) is a copy (identical), k is not fitted: only j's 1-GPU row counts
+    assert campaign["pairs"] == 1 and campaign["median"] == pytest.approx(1.0 / 0.8 - 1)
+    assert len(repeat_spread(df.iloc[[0, 3]])) == 0  # no repeats: empty table
+
+
+def test_monotone_floor_counts_points_no_data_parallel_model_can_reach():
+    """Per job on one server a slowdown >= 1 that does not fall with GPUs:
+    (1.00, 2.69, 1.06) keeps 2 of 3 within 15 %, (0.65, 1.04, 0.68) only
+    1.04; a lone 0.5 and 0.8 need errors of 100 % and 25 %, so the best
+    median over those two is 25 %."""
+    from ddl_gym.calibrate import monotone_floor
+
+    df = _rows(
+        "v",
+        [
+            ("lm", (2,), 1.00, 0),
+            ("lm", (4,), 2.69, 0),
+            ("lm", (8,), 1.06, 0),
+            ("rn", (2,), 0.65, 0),
+            ("rn", (4,), 1.04, 0),
+            ("rn", (8,), 0.68, 0),
+            ("rn", (1, 1), 0.5, 0),  # multi-node: not constrained here
+        ],
+    )
+    out = monotone_floor(df).set_index("cluster").loc["v"]
+    assert out["points"] == 6 and out["missed by > 15%"] == 3
+    assert out["best median"] == pytest.approx(0.0, abs=1e-9)
+    lone = _rows("w", [("a", (2,), 0.5, 0), ("b", (2,), 0.8, 0)])
+    out = monotone_floor(lone).set_index("cluster").loc["w"]
+    assert out["missed by > 15%"] == 2
+    assert out["best median"] == pytest.approx(0.25, abs=1e-6)
