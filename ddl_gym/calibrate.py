@@ -31,6 +31,7 @@ Typical use::
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -41,26 +42,18 @@ import pandas as pd
 from scipy.optimize import least_squares
 
 from ddl_gym.measured import configuration_factor
-from ddl_gym.perf import PerfModel, Shape
-from ddl_gym.profiles import get_profile
+from ddl_gym.perf import Shape
+from ddl_gym.profiles import bucket_sizes, get_profile
 from ddl_gym.topology import (
     FABRICS,
     SAVED_FABRICS_DIR,
     Algorithm,
-    Cluster,
     Fabric,
     Link,
     save_fabric,
 )
 
 # -- prediction ----------------------------------------------------------------
-
-
-def _cluster_for(df: pd.DataFrame, fabric: Fabric) -> Cluster:
-    # One rack big enough for every placement; the uplink is never crossed.
-    servers = max(int(df["s"].max()), 1) if len(df) else 1
-    gpus = max(int(df["g"].max()), 1) if len(df) else 1
-    return Cluster(racks=1, servers_per_rack=servers, gpus_per_server=gpus, fabric=fabric)
 
 
 def _shape(placement: tuple[int, ...]) -> Shape:
@@ -72,12 +65,13 @@ class RatioPredictor:
 
     A fit evaluates thousands of fabrics on the same rows, and the rows repeat
     few (model, shape) pairs (Pollux: ~100 placements x ~10 batch sizes per
-    model), so the all-reduce is computed once per distinct pair and the rest
-    is array arithmetic. Exactly ``PerfModel.iter_time`` per row.
+    model), so the all-reduce is computed once per distinct pair, as arrays
+    over the pairs (:meth:`allreduce`, the closed forms of
+    :class:`~ddl_gym.perf.PerfModel` for one rack), and the rest is array
+    arithmetic. Equal to ``PerfModel.iter_time`` per row (tested).
     """
 
     def __init__(self, df: pd.DataFrame) -> None:
-        self.cluster = _cluster_for(df, FABRICS["seed"])  # its shape; the fabric varies
         models = df["model"].to_numpy()
         shapes = [
             Shape(int(n), int(g), int(s), 1)
@@ -92,13 +86,64 @@ class RatioPredictor:
         self.num_key = key_index(zip(models, shapes, strict=True))
         self.den_key = key_index(zip(models, refs, strict=True))
         self.keys = list(keys)
+        self.key_models = [m for m, _ in self.keys]
+        self.n = np.array([shape.n for _, shape in self.keys], dtype=float)
+        self.g = np.array([shape.g for _, shape in self.keys], dtype=float)
+        self.s = np.array([shape.s for _, shape in self.keys], dtype=float)
+        self._buckets: dict[float | None, tuple[np.ndarray, np.ndarray]] = {}
         self.t_compute = df["t_compute"].to_numpy(dtype=float)
         share = {m: get_profile(m).backward_share for m in set(models)}
         self.backward_share = np.array([share[m] for m in models], dtype=float)
 
+    def _bytes_and_buckets(self, bucket_bytes: float | None) -> tuple[np.ndarray, np.ndarray]:
+        """Catalogue gradient bytes and bucket count of every pair's model."""
+        if bucket_bytes not in self._buckets:
+            per_model = {}
+            for m in set(self.key_models):
+                buckets = bucket_sizes(m, bucket_bytes)
+                per_model[m] = (float(sum(buckets)), float(len(buckets)))
+            self._buckets[bucket_bytes] = (
+                np.array([per_model[m][0] for m in self.key_models]),
+                np.array([per_model[m][1] for m in self.key_models]),
+            )
+        return self._buckets[bucket_bytes]
+
+    def allreduce(self, fabric: Fabric) -> np.ndarray:
+        """Seconds of all-reduce of every (model, shape) pair on ``fabric``
+        (one rack: no uplink term), term by term as ``PerfModel`` computes it."""
+        raw, nb = self._bytes_and_buckets(fabric.bucket_bytes)
+        scale = {m: fabric.comm_scale_of(m) for m in set(self.key_models)}
+        nbytes = raw * np.array([scale[m] for m in self.key_models])
+        n, g, s = self.n, self.g, self.s
+        gpu, nic = fabric.gpu_link, fabric.nic
+
+        def ring(k: np.ndarray, b: np.ndarray, bw: float, alpha: float) -> np.ndarray:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = 2.0 * (k - 1) / k * b / bw + nb * 2.0 * (k - 1) * alpha
+            return np.where(k > 1, t, 0.0)
+
+        def ring_nic(b: np.ndarray) -> np.ndarray:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = 2.0 * (n - 1) / n * b / nic.bandwidth + nb * 2.0 * (s - 1) * nic.latency
+            return np.where(s > 1, t, 0.0)
+
+        if fabric.algorithm == "ring":
+            bw = np.where(s > 1, nic.bandwidth, gpu.bandwidth)
+            alpha = np.where(s > 1, nic.latency, gpu.latency)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = 2.0 * (n - 1) / n * nbytes / bw + nb * 2.0 * (n - 1) * alpha
+            out = np.where(n > 1, t, 0.0)
+        elif fabric.algorithm == "shared":
+            h, x = fabric.gpu_link_sharing, fabric.nic_sharing
+            out = ring(g, nbytes * g**h, gpu.bandwidth, gpu.latency) + ring_nic(nbytes * g**x)
+        else:
+            out = ring(g, nbytes, gpu.bandwidth, gpu.latency) + ring(
+                s, nbytes, nic.bandwidth, nic.latency
+            )
+        return np.where(n > 1, out, 0.0)
+
     def __call__(self, fabric: Fabric) -> np.ndarray:
-        perf = PerfModel(replace(self.cluster, fabric=fabric))
-        allreduce = np.array([perf.allreduce_time(m, shape) for m, shape in self.keys])
+        allreduce = self.allreduce(fabric)
         hidden = fabric.overlap * self.backward_share * self.t_compute
         t_c = self.t_compute
         num = t_c + np.maximum(0.0, allreduce[self.num_key] - hidden)
@@ -143,6 +188,21 @@ def summarize(df: pd.DataFrame, err: np.ndarray, by: str = "level") -> dict[str,
 
 
 # -- fitting -------------------------------------------------------------------
+
+
+def _one_blas_thread() -> contextlib.AbstractContextManager:
+    """One BLAS thread for the duration of a fit (when ``threadpoolctl`` is
+    installed). Why: ``least_squares`` takes an SVD of the Jacobian every
+    step, a tall and thin matrix (Pollux: 5,491 x 12) that is little work;
+    a multithreaded OpenBLAS spends several times that work's CPU time
+    starting and spinning its threads (a Pollux fit: 10 s CPU, 1.2 s on one
+    thread, same result)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
 
 PARAMS: tuple[str, ...] = (
     "gpu_link.bandwidth",
@@ -365,19 +425,11 @@ def fit_fabric(
         return np.concatenate([r, scale_prior * scale_logs(x)])
 
     best = None
-    for start in _start_points(base, free_t):
-        sol = least_squares(
-            penalized,
-            to_x(start),
-            bounds=(lo, hi),
-            loss=loss,
-            x_scale=1.0,
-            diff_step=1e-4,  # relative step: well above the model's float noise
-            xtol=1e-8,  # errors are reported in %: tighter only burns evaluations
-            ftol=1e-8,
-            gtol=1e-8,
-            max_nfev=400,  # converged fits take < 60; a few folds oscillate
-        )
+    with _one_blas_thread():
+        sols = [
+            _solve(penalized, to_x(start), lo, hi, loss) for start in _start_points(base, free_t)
+        ]
+    for sol in sols:
         if best is None or sol.cost < best.cost:
             best = sol
     assert best is not None
@@ -385,6 +437,28 @@ def fit_fabric(
     rms = float(np.sqrt(np.mean(residual(fabric) ** 2)))
     return FitResult(
         fabric, free_t + scale_names, len(data), rms, bool(best.success), str(best.message)
+    )
+
+
+def _solve(
+    fun: Callable[[np.ndarray], np.ndarray],
+    x0: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    loss: str,
+):  # -> scipy.optimize.OptimizeResult
+    """One bounded least-squares run from ``x0``: the fit's solver settings."""
+    return least_squares(
+        fun,
+        x0,
+        bounds=(lo, hi),
+        loss=loss,
+        x_scale=1.0,
+        diff_step=1e-4,  # relative step: well above the model's float noise
+        xtol=1e-8,  # errors are reported in %: tighter only burns evaluations
+        ftol=1e-8,
+        gtol=1e-8,
+        max_nfev=400,  # converged fits take < 60; a few folds oscillate
     )
 
 

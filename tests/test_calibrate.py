@@ -675,3 +675,60 @@ def test_monotone_floor_counts_points_no_data_parallel_model_can_reach():
     out = monotone_floor(lone).set_index("cluster").loc["w"]
     assert out["missed by > 15%"] == 2
     assert out["best median"] == pytest.approx(0.25, abs=1e-6)
+
+
+def test_ratio_predictor_arrays_equal_perf_model_allreduce():
+    """The vectorised all-reduce of the fits is PerfModel's, pair by pair, in
+    all three forms, with sharing exponents, multipliers, latencies, DDP
+    buckets or per-layer all-reduce, on one and several servers."""
+    from ddl_gym.calibrate import RatioPredictor
+
+    rows = []
+    for model in ("resnet50", "bert_base", "ncf", "vgg16"):
+        for placement in [
+            (1,),
+            (2,),
+            (3,),
+            (4,),
+            (8,),
+            (1, 1),
+            (2, 2),
+            (3, 1),
+            (4, 4, 4),
+            (2, 1, 1),
+        ]:
+            rows.append((model, placement))
+    df = pd.DataFrame(
+        {
+            "model": [m for m, _ in rows],
+            "placement": [p for _, p in rows],
+            "n": [sum(p) for _, p in rows],
+            "g": [max(p) for _, p in rows],
+            "s": [len(p) for _, p in rows],
+            "ref_placement": [(1,)] * len(rows),
+            "t_compute": 0.1,
+        }
+    )
+    predictor = RatioPredictor(df)
+    base = FABRICS["pcie_25gbe"]
+    for algorithm in ("ring", "hierarchical", "shared"):
+        for bucket in (25e6, None):
+            fabric = replace(
+                base,
+                algorithm=algorithm,
+                bucket_bytes=bucket,
+                gpu_link_sharing=0.37,
+                nic_sharing=0.61,
+                overlap=0.4,
+                comm_scale={"bert_base": 1.7, "ncf": 0.3},
+            )
+            perf = PerfModel(Cluster(1, 3, 8, fabric))
+            got = predictor.allreduce(fabric)
+            want = [perf.allreduce_time(m, shape) for m, shape in predictor.keys]
+            assert got == pytest.approx(want, rel=1e-12, abs=0.0)
+            assert (got[predictor.n == 1] == 0).all()
+            ratio = predictor(fabric)
+            for i, (m, p) in enumerate(rows):
+                shape = Shape(sum(p), max(p), len(p), 1)
+                expected = perf.iter_time(m, 0.1, shape) / 0.1
+                assert ratio[i] == pytest.approx(expected, rel=1e-12)
