@@ -17,10 +17,17 @@ racks, so the uplink of a fitted preset is a copy of its NIC link (unfitted).
 
 For hardware no table measured, :func:`transfer_prior` pools the fits of
 other clusters in one form (``"shared"``): link parameters and per-model
-gradient-byte multipliers separately, so either carries on its own;
-:func:`calibrate_server` refits the GPU link to a few single-server rows of
-the new hardware, and :func:`predict_leave_one_cluster_out` scores the whole
-chain by holding each measured cluster out in turn.
+gradient-byte multipliers separately, so either carries on its own (a
+model's multiplier as a card relative to the configuration each table ran,
+:func:`ddl_gym.measured.configuration_factor`); :func:`calibrate_server`
+refits the GPU link to a few single-server rows of the new hardware, and
+:func:`predict_leave_one_cluster_out` scores the whole chain by holding each
+measured cluster out in turn.
+
+What the tables themselves allow: :func:`repeat_spread` measures how far a
+measurement is from a repeat of it (the noise floor of any model), and
+:func:`monotone_floor` how many single-server points no data-parallel model
+can reach.
 
 Typical use::
 

@@ -610,6 +610,9 @@ def run(
         "have geometric mean 1 (the links carry what the models share) and a "
         "ridge penalty of one point's weight per model keeps models with few "
         "points near 1. A model a table lacks moves its catalogue bytes."
+        " Fits run with one BLAS thread when `threadpoolctl` is installed "
+        "(the `plots` extra): a multithreaded BLAS spends several times the "
+        "CPU on the fits' small SVDs."
         + (
             " Saved as "
             + ", ".join(f"`{p.stem}`" for p in saved)
@@ -632,15 +635,20 @@ def run(
         f"`{TRANSFER_ALGORITHM}` form (per-server shared links): the physical "
         "terms (link bandwidths and latencies: median in log space; overlap "
         "and sharing exponents: median) separately from the per-model terms "
-        "(a model's gradient-byte multiplier: geometric mean over the clusters "
-        "that measured it; a model no other cluster measured moves its "
-        "catalogue bytes). With k > 0, the GPU link bandwidth is then refitted "
+        "(a model's card: the geometric mean, over the clusters that measured "
+        "it, of its gradient-byte multiplier relative to the parameters of the "
+        "configuration each table ran, applied to the held-out table's "
+        "configuration; `measured.CONFIGURATION_PARAMS` lists the "
+        "configurations that differ from the catalogue's, read from the code "
+        "that produced the table; a model no other cluster measured moves its "
+        "configuration's bytes). With k > 0, the GPU link bandwidth is then refitted "
         "to k measured single-server multi-GPU rows of the held-out hardware "
         "(drawn with the seed; they are not scored): what a user measures on "
         "one new server in minutes. Chronus has no single-server ratios, so "
         "its k > 0 is its k = 0. Beside it: within-cluster 4-fold CV over "
-        "placements (the best of the three forms per cluster), and the best "
-        "untuned preset.",
+        "placements (the best of the three forms per cluster), the best "
+        "untuned preset, and predicting no communication cost at all (every "
+        "placement as fast as its reference).",
         "",
         _md(transfer),
         "",
