@@ -450,6 +450,12 @@ def test_scenario_toml_stragglers_key_builds_the_cluster_and_is_validated(tmp_pa
     path.write_text('cluster = "1x2x8"\nstragglers = 0.1\n')
     with pytest.raises(ScenarioError, match=r"'stragglers' must be a table \{sigma, seed\}"):
         load_scenario_file(path)
+    # compare does not swap it for the named workload of the same trace
+    from ddl_gym.cli.compare import compare_workload
+
+    default = get_scenario("default")[0]
+    assert compare_workload(default) == "default"
+    assert compare_workload(default.replace(stragglers={"sigma": 0.1})) is None
     path.write_text('cluster = "4x2x8"\nmode = "seed"\n[stragglers]\nsigma = 0.1\n')
     with pytest.raises(ScenarioError, match="not allowed with mode = 'seed'"):
         load_scenario_file(path)
