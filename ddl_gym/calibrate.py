@@ -17,10 +17,17 @@ racks, so the uplink of a fitted preset is a copy of its NIC link (unfitted).
 
 For hardware no table measured, :func:`transfer_prior` pools the fits of
 other clusters in one form (``"shared"``): link parameters and per-model
-gradient-byte multipliers separately, so either carries on its own;
-:func:`calibrate_server` refits the GPU link to a few single-server rows of
-the new hardware, and :func:`predict_leave_one_cluster_out` scores the whole
-chain by holding each measured cluster out in turn.
+gradient-byte multipliers separately, so either carries on its own (a
+model's multiplier as a card relative to the configuration each table ran,
+:func:`ddl_gym.measured.configuration_factor`); :func:`calibrate_server`
+refits the GPU link to a few single-server rows of the new hardware, and
+:func:`predict_leave_one_cluster_out` scores the whole chain by holding each
+measured cluster out in turn.
+
+What the tables themselves allow: :func:`repeat_spread` measures how far a
+measurement is from a repeat of it (the noise floor of any model), and
+:func:`monotone_floor` how many single-server points no data-parallel model
+can reach.
 
 Typical use::
 
@@ -31,6 +38,7 @@ Typical use::
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -40,26 +48,19 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from ddl_gym.perf import PerfModel, Shape
-from ddl_gym.profiles import get_profile
+from ddl_gym.measured import configuration_factor
+from ddl_gym.perf import Shape
+from ddl_gym.profiles import bucket_sizes, get_profile
 from ddl_gym.topology import (
     FABRICS,
     SAVED_FABRICS_DIR,
     Algorithm,
-    Cluster,
     Fabric,
     Link,
     save_fabric,
 )
 
 # -- prediction ----------------------------------------------------------------
-
-
-def _cluster_for(df: pd.DataFrame, fabric: Fabric) -> Cluster:
-    # One rack big enough for every placement; the uplink is never crossed.
-    servers = max(int(df["s"].max()), 1) if len(df) else 1
-    gpus = max(int(df["g"].max()), 1) if len(df) else 1
-    return Cluster(racks=1, servers_per_rack=servers, gpus_per_server=gpus, fabric=fabric)
 
 
 def _shape(placement: tuple[int, ...]) -> Shape:
@@ -71,12 +72,13 @@ class RatioPredictor:
 
     A fit evaluates thousands of fabrics on the same rows, and the rows repeat
     few (model, shape) pairs (Pollux: ~100 placements x ~10 batch sizes per
-    model), so the all-reduce is computed once per distinct pair and the rest
-    is array arithmetic. Exactly ``PerfModel.iter_time`` per row.
+    model), so the all-reduce is computed once per distinct pair, as arrays
+    over the pairs (:meth:`allreduce`, the closed forms of
+    :class:`~ddl_gym.perf.PerfModel` for one rack), and the rest is array
+    arithmetic. Equal to ``PerfModel.iter_time`` per row (tested).
     """
 
     def __init__(self, df: pd.DataFrame) -> None:
-        self.cluster = _cluster_for(df, FABRICS["seed"])  # its shape; the fabric varies
         models = df["model"].to_numpy()
         shapes = [
             Shape(int(n), int(g), int(s), 1)
@@ -91,13 +93,64 @@ class RatioPredictor:
         self.num_key = key_index(zip(models, shapes, strict=True))
         self.den_key = key_index(zip(models, refs, strict=True))
         self.keys = list(keys)
+        self.key_models = [m for m, _ in self.keys]
+        self.n = np.array([shape.n for _, shape in self.keys], dtype=float)
+        self.g = np.array([shape.g for _, shape in self.keys], dtype=float)
+        self.s = np.array([shape.s for _, shape in self.keys], dtype=float)
+        self._buckets: dict[float | None, tuple[np.ndarray, np.ndarray]] = {}
         self.t_compute = df["t_compute"].to_numpy(dtype=float)
         share = {m: get_profile(m).backward_share for m in set(models)}
         self.backward_share = np.array([share[m] for m in models], dtype=float)
 
+    def _bytes_and_buckets(self, bucket_bytes: float | None) -> tuple[np.ndarray, np.ndarray]:
+        """Catalogue gradient bytes and bucket count of every pair's model."""
+        if bucket_bytes not in self._buckets:
+            per_model = {}
+            for m in set(self.key_models):
+                buckets = bucket_sizes(m, bucket_bytes)
+                per_model[m] = (float(sum(buckets)), float(len(buckets)))
+            self._buckets[bucket_bytes] = (
+                np.array([per_model[m][0] for m in self.key_models]),
+                np.array([per_model[m][1] for m in self.key_models]),
+            )
+        return self._buckets[bucket_bytes]
+
+    def allreduce(self, fabric: Fabric) -> np.ndarray:
+        """Seconds of all-reduce of every (model, shape) pair on ``fabric``
+        (one rack: no uplink term), term by term as ``PerfModel`` computes it."""
+        raw, nb = self._bytes_and_buckets(fabric.bucket_bytes)
+        scale = {m: fabric.comm_scale_of(m) for m in set(self.key_models)}
+        nbytes = raw * np.array([scale[m] for m in self.key_models])
+        n, g, s = self.n, self.g, self.s
+        gpu, nic = fabric.gpu_link, fabric.nic
+
+        def ring(k: np.ndarray, b: np.ndarray, bw: float, alpha: float) -> np.ndarray:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = 2.0 * (k - 1) / k * b / bw + nb * 2.0 * (k - 1) * alpha
+            return np.where(k > 1, t, 0.0)
+
+        def ring_nic(b: np.ndarray) -> np.ndarray:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = 2.0 * (n - 1) / n * b / nic.bandwidth + nb * 2.0 * (s - 1) * nic.latency
+            return np.where(s > 1, t, 0.0)
+
+        if fabric.algorithm == "ring":
+            bw = np.where(s > 1, nic.bandwidth, gpu.bandwidth)
+            alpha = np.where(s > 1, nic.latency, gpu.latency)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                t = 2.0 * (n - 1) / n * nbytes / bw + nb * 2.0 * (n - 1) * alpha
+            out = np.where(n > 1, t, 0.0)
+        elif fabric.algorithm == "shared":
+            h, x = fabric.gpu_link_sharing, fabric.nic_sharing
+            out = ring(g, nbytes * g**h, gpu.bandwidth, gpu.latency) + ring_nic(nbytes * g**x)
+        else:
+            out = ring(g, nbytes, gpu.bandwidth, gpu.latency) + ring(
+                s, nbytes, nic.bandwidth, nic.latency
+            )
+        return np.where(n > 1, out, 0.0)
+
     def __call__(self, fabric: Fabric) -> np.ndarray:
-        perf = PerfModel(replace(self.cluster, fabric=fabric))
-        allreduce = np.array([perf.allreduce_time(m, shape) for m, shape in self.keys])
+        allreduce = self.allreduce(fabric)
         hidden = fabric.overlap * self.backward_share * self.t_compute
         t_c = self.t_compute
         num = t_c + np.maximum(0.0, allreduce[self.num_key] - hidden)
@@ -142,6 +195,21 @@ def summarize(df: pd.DataFrame, err: np.ndarray, by: str = "level") -> dict[str,
 
 
 # -- fitting -------------------------------------------------------------------
+
+
+def _one_blas_thread() -> contextlib.AbstractContextManager:
+    """One BLAS thread for the duration of a fit (when ``threadpoolctl`` is
+    installed). Why: ``least_squares`` takes an SVD of the Jacobian every
+    step, a tall and thin matrix (Pollux: 5,491 x 12) that is little work;
+    a multithreaded OpenBLAS spends several times that work's CPU time
+    starting and spinning its threads (a Pollux fit: 10 s CPU, 1.2 s on one
+    thread, same result)."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
+
 
 PARAMS: tuple[str, ...] = (
     "gpu_link.bandwidth",
@@ -364,19 +432,11 @@ def fit_fabric(
         return np.concatenate([r, scale_prior * scale_logs(x)])
 
     best = None
-    for start in _start_points(base, free_t):
-        sol = least_squares(
-            penalized,
-            to_x(start),
-            bounds=(lo, hi),
-            loss=loss,
-            x_scale=1.0,
-            diff_step=1e-4,  # relative step: well above the model's float noise
-            xtol=1e-8,  # errors are reported in %: tighter only burns evaluations
-            ftol=1e-8,
-            gtol=1e-8,
-            max_nfev=400,  # converged fits take < 60; a few folds oscillate
-        )
+    with _one_blas_thread():
+        sols = [
+            _solve(penalized, to_x(start), lo, hi, loss) for start in _start_points(base, free_t)
+        ]
+    for sol in sols:
         if best is None or sol.cost < best.cost:
             best = sol
     assert best is not None
@@ -384,6 +444,28 @@ def fit_fabric(
     rms = float(np.sqrt(np.mean(residual(fabric) ** 2)))
     return FitResult(
         fabric, free_t + scale_names, len(data), rms, bool(best.success), str(best.message)
+    )
+
+
+def _solve(
+    fun: Callable[[np.ndarray], np.ndarray],
+    x0: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    loss: str,
+):  # -> scipy.optimize.OptimizeResult
+    """One bounded least-squares run from ``x0``: the fit's solver settings."""
+    return least_squares(
+        fun,
+        x0,
+        bounds=(lo, hi),
+        loss=loss,
+        x_scale=1.0,
+        diff_step=1e-4,  # relative step: well above the model's float noise
+        xtol=1e-8,  # errors are reported in %: tighter only burns evaluations
+        ftol=1e-8,
+        gtol=1e-8,
+        max_nfev=400,  # converged fits take < 60; a few folds oscillate
     )
 
 
@@ -507,16 +589,27 @@ TRANSFER_ALGORITHM: Algorithm = "shared"
 _LINK_PARAMS = ("gpu_link.bandwidth", "gpu_link.latency", "nic.bandwidth", "nic.latency")
 
 
-def transfer_prior(fits: dict[str, FitResult], name: str = "transfer_prior") -> Fabric:
+def transfer_prior(
+    fits: dict[str, FitResult],
+    name: str = "transfer_prior",
+    target: str | None = None,
+    models: Iterable[str] = (),
+) -> Fabric:
     """A fabric for hardware none of ``fits`` measured, built from them.
 
     Physical and per-model terms are pooled separately, so each carries on
-    its own: link bandwidths and latencies are the geometric mean over the
-    clusters (a typical server and network of the measured generations),
-    overlap and the sharing exponents the arithmetic mean, and a model's
-    gradient-byte multiplier the geometric mean over the clusters that
-    measured it (its "model card": what it really moves relative to its fp32
-    parameters, whatever the links). All fits must use one algorithm.
+    its own: link bandwidths and latencies are the median over the clusters
+    in log space (a typical server and network of the measured generations),
+    overlap and the sharing exponents the median, and a model's
+    gradient-byte multiplier its "model card": what the framework makes of
+    its bytes, the geometric mean over the clusters that measured it of
+    their multiplier divided by :func:`~ddl_gym.measured.configuration_factor`
+    (the bytes of the configuration each table ran, over the catalogue's).
+
+    ``target`` names the cluster predicted (its configurations give the
+    bytes the card is applied to) and ``models`` are its models: a model no
+    fit measured moves its configuration's bytes. ``fits`` is keyed by
+    cluster name and must use one algorithm.
     """
     if not fits:
         raise ValueError("transfer_prior needs at least one fitted cluster")
@@ -529,10 +622,17 @@ def transfer_prior(fits: dict[str, FitResult], name: str = "transfer_prior") -> 
     }
     values.update({p: float(np.median([get_param(f, p) for f in fabrics])) for p in _UNIT})
     logs: dict[str, list[float]] = {}
-    for f in fabrics:
-        for model, factor in f.comm_scale:
-            logs.setdefault(model, []).append(math.log(factor))
-    scale = tuple((m, math.exp(float(np.mean(v)))) for m, v in logs.items())
+    for cluster, fit in fits.items():
+        for model, factor in fit.fabric.comm_scale:
+            card = factor / configuration_factor(cluster, model)
+            logs.setdefault(model, []).append(math.log(card))
+    cards = {m: math.exp(float(np.mean(v))) for m, v in logs.items()}
+    for m in models:
+        cards.setdefault(m, 1.0)
+    scale = tuple(
+        (m, card * (configuration_factor(target, m) if target is not None else 1.0))
+        for m, card in sorted(cards.items())
+    )
     prior = with_params(replace(fabrics[0], comm_scale=scale), values)
     return replace(prior, name=name, description=f"pooled from {', '.join(sorted(fits))}")
 
@@ -567,6 +667,24 @@ def calibrate_server(prior: Fabric, rows: pd.DataFrame) -> Fabric:
     return fit.fabric
 
 
+def calibrate_network(prior: Fabric, rows: pd.DataFrame) -> Fabric:
+    """``prior`` with its NIC bandwidth refitted to a few multi-node rows of
+    the new hardware: for a table with no single-server rows (Chronus), what
+    a few small spread runs could tell. Not part of the leave-one-cluster-out
+    protocol (which allows single-server rows only); reported beside it."""
+    if rows.empty:
+        return prior
+    fit = fit_fabric(
+        rows,
+        prior,
+        algorithm=prior.algorithm,
+        name=prior.name,
+        free=("nic.bandwidth",),
+        comm_scale=False,
+    )
+    return fit.fabric
+
+
 def predict_leave_one_cluster_out(
     df: pd.DataFrame, fits: dict[str, FitResult], k: int = 0, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -587,8 +705,123 @@ def predict_leave_one_cluster_out(
         idx = np.flatnonzero(clusters == c)
         part = df.iloc[idx]
         calib = calibration_rows(part, k, seed)
-        fabric = calibrate_server(transfer_prior(others), part.iloc[calib])
+        prior = transfer_prior(others, target=c, models=part["model"].unique())
+        fabric = calibrate_server(prior, part.iloc[calib])
         pred[idx] = predict_ratio(part, fabric)
         used[idx[calib]] = True
     pred[used] = np.nan
     return pred, used
+
+
+# -- what the tables themselves allow ---------------------------------------------
+
+
+def repeat_spread(df: pd.DataFrame, second: pd.DataFrame | None = None) -> pd.DataFrame:
+    """How well a measurement predicts a repeat of itself: the floor that
+    measurement noise puts under any model's error.
+
+    Two kinds of repeats, both taken as they are in the data:
+
+    * within a table, rows of one job (model and batch) whose placements are
+      the same multiset of GPUs per node (Pollux measures ``13`` and ``31``,
+      both ``(3, 1)``): every ordered pair gives ``|r_i / r_j - 1|``;
+    * ``second``, another measuring campaign of the same table (Gavel's
+      ``physical_cluster_throughputs.json`` beside the simulation one): rows
+      of the same cluster, job and placement whose iteration times differ
+      (identical floats are copies, not re-measurements) give
+      ``|t_a / t_b - 1|``. Only jobs the table measures on more than one GPU
+      (the ones fitted) count.
+
+    Returns per cluster: pairs, median and p90 of the spread, and what the
+    pairs are.
+    """
+    rows = []
+    d = df[~df["is_reference"].to_numpy()]
+    for cluster, part in d.groupby("cluster", sort=True):
+        spread: list[float] = []
+        for _, ratios in part.groupby(["job", "placement"])["ratio"]:
+            r = ratios.to_numpy(dtype=float)
+            if len(r) > 1:
+                q = r[:, None] / r[None, :]
+                spread.extend(np.abs(q[~np.eye(len(r), dtype=bool)] - 1.0))
+        if spread:
+            rows.append(("same job and GPUs per node, measured twice", cluster, spread))
+    if second is not None:
+        keys = ["cluster", "job", "placement"]
+        fitted = set(d["job"])
+        both = df.merge(second, on=keys, suffixes=("", "_2"))
+        both = both[both["job"].isin(fitted)]
+        t1, t2 = both["t_iter"].to_numpy(dtype=float), both["t_iter_2"].to_numpy(dtype=float)
+        both = both.assign(spread=np.abs(t1 / t2 - 1.0))[t1 != t2]
+        for cluster, part in both.groupby("cluster", sort=True):
+            rows.append(("second campaign, re-measured rows", cluster, list(part["spread"])))
+    out = [
+        {
+            "cluster": c,
+            "repeats": what,
+            "pairs": len(s),
+            "median": float(np.median(s)),
+            "p90": float(np.quantile(s, 0.9)),
+        }
+        for what, c, s in rows
+    ]
+    return pd.DataFrame(out, columns=["cluster", "repeats", "pairs", "median", "p90"])
+
+
+def _most_within(lo: np.ndarray, hi: np.ndarray) -> int:
+    """Most points whose value can be chosen in ``[lo_i, hi_i]``, non-decreasing
+    in order and >= 1 (points in order; small groups: all subsets)."""
+    n = len(lo)
+    if n > 12:
+        raise ValueError(f"group of {n} points: too many for the exhaustive check")
+    best = 0
+    for mask in range(1, 1 << n):
+        take = [i for i in range(n) if mask >> i & 1]
+        if len(take) <= best:
+            continue
+        y = 1.0
+        for i in take:
+            y = max(y, lo[i])
+            if y > hi[i]:
+                break
+        else:
+            best = len(take)
+    return best
+
+
+def monotone_floor(df: pd.DataFrame, tol: float = 0.15) -> pd.DataFrame:
+    """The best any data-parallel model can do on one server, in-sample.
+
+    On one server every all-reduce form here (and any data-parallel one)
+    gives a slowdown ``t_iter / t_1GPU`` that is at least 1 and does not fall
+    as GPUs are added. Give such a model a free value per job and GPU count,
+    constrained only by that: per cluster, this is how many single-server
+    points it must still miss by more than ``tol``, and the smallest median
+    error it can reach (``best median``; the target cannot be met below it,
+    by any fit).
+    """
+    d = df[(~df["is_reference"].to_numpy()) & (df["s"].to_numpy() == 1)]
+    rows = []
+    for cluster, part in d.groupby("cluster", sort=True):
+        groups = [
+            (g["ratio"].to_numpy(dtype=float))
+            for _, g in part.sort_values("n").groupby("job", sort=True)
+        ]
+        total = sum(len(g) for g in groups)
+
+        def within(t: float, groups: list[np.ndarray] = groups) -> int:
+            return sum(_most_within(m * (1 - t), m * (1 + t)) for m in groups)
+
+        lo, hi = 0.0, 10.0  # bisect the smallest error half the points can meet
+        for _ in range(40):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if within(mid) >= total / 2 else (mid, hi)
+        rows.append(
+            {
+                "cluster": cluster,
+                "points": total,
+                f"missed by > {tol:.0%}": total - within(tol),
+                "best median": hi,
+            }
+        )
+    return pd.DataFrame(rows)

@@ -115,6 +115,35 @@ assert set(GAVEL_MODELS.values()) | set(POLLUX_MODELS.values()) | set(
 
 POLLUX_GPUS_PER_NODE = 4  # AWS g4dn.12xlarge: 4 T4 per node
 
+# Trainable parameters of the model *configurations* a table measured, where
+# they differ from the catalogue's entry for the model (which describes a
+# typical configuration). Facts read from the code that produced the table,
+# not fits: petuum/adaptdl osdi21-artifact, ``benchmark/models/<model>``.
+# * ncf: NeuMF-end on MovieLens-1M (6,040 users, 3,706 items), 32 factors,
+#   3 MLP layers (``main.py`` defaults, ``config.py``): embeddings
+#   (6,040 + 3,706) x (32 + 128), MLP 256-128-64-32, predictor 64-1:
+#   1,602,657 parameters (the catalogue: 5,000,000).
+# * deepspeech2: 2 convolutions (32 x 41 x 11, 32 x 32 x 21 x 11), 5
+#   bidirectional GRU layers of 800 (``train.py`` defaults) on 161 spectrogram
+#   bins (1,312 inputs after the convolutions), batch norms, 29 labels:
+#   41,187,968 parameters (the catalogue: 26,000,000).
+CONFIGURATION_PARAMS: dict[tuple[str, str], int] = {
+    ("pollux_t4", "ncf"): 1_602_657,
+    ("pollux_t4", "deepspeech2"): 41_187_968,
+}
+
+
+def configuration_factor(cluster: str, model: str) -> float:
+    """Gradient bytes of the configuration of ``model`` that ``cluster``'s
+    table measured, over the catalogue's (1.0 where they agree).
+
+    A fitted gradient-byte multiplier of that cluster is this factor times
+    what the framework and hardware make of the bytes; only the second part
+    says anything about another cluster's configuration of the model.
+    """
+    params = CONFIGURATION_PARAMS.get((cluster, model))
+    return 1.0 if params is None else params / get_profile(model).params
+
 
 def _number(
     path: Path,
@@ -532,6 +561,10 @@ def read_chronus(path: str | Path) -> pd.DataFrame:
 
 
 # -- everything --------------------------------------------------------------
+
+# Gavel's second measuring campaign of the same throughputs (its physical
+# cluster): re-measured rows give the tables' repeatability.
+GAVEL_SECOND_CAMPAIGN = "profiles/gavel/physical_cluster_throughputs.json"
 
 SOURCES: dict[str, tuple[str, Callable[[Path], pd.DataFrame]]] = {
     "gavel": ("profiles/gavel/isolated_throughputs_flat.csv", read_gavel_flat),

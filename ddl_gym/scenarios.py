@@ -5,7 +5,9 @@ A scenario is plain data; ``build_trace`` / ``build_cluster`` /
 ``engine_kwargs`` turn it into what ``simulate`` and the env take. A TOML
 file has the same fields as :class:`Scenario` at top level (``name`` is
 optional; the file's stem is used); a ``[synthetic]`` table holds
-``synthetic_trace`` arguments when ``trace = "synthetic"``. Other tables
+``synthetic_trace`` arguments when ``trace = "synthetic"``, a
+``[stragglers]`` table (``sigma``, ``seed``) turns on per-GPU speed spread
+(:class:`ddl_gym.topology.Stragglers`). Other tables
 (e.g. ``[run]``, written by the CLI next to its results so a run can be
 repeated) are returned untouched by :func:`load_scenario_file`.
 
@@ -24,7 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from ddl_gym import ENV_VARIANTS
-from ddl_gym.topology import CONGESTION, Cluster, get_cluster, get_congestion, get_fabric
+from ddl_gym.topology import (
+    ALIBABA_PAI_STRAGGLER_SIGMA,
+    CONGESTION,
+    Cluster,
+    Stragglers,
+    get_cluster,
+    get_congestion,
+    get_fabric,
+)
 from ddl_gym.traces import (
     Trace,
     default_trace,
@@ -74,6 +84,10 @@ class Scenario:
             ``dally-1-2``, ``tiresias``).
         perf_source: ``closed_form`` or ``seed_astra`` (the authors' slowdown
             table); None: ``seed_astra`` in seed mode, ``closed_form`` else.
+        stragglers: per-GPU speed spread, a table ``{sigma, seed}`` for
+            :class:`ddl_gym.topology.Stragglers` (``sigma`` a number >= 0 or
+            ``"alibaba_pai"``, Alibaba PAI's measured 0.087; ``seed``
+            default 0). Empty: off. Not allowed in seed mode.
     """
 
     name: str
@@ -93,10 +107,18 @@ class Scenario:
     seeds: tuple[int, ...] = (0,)
     mode: str = "default"
     perf_source: str | None = None
+    stragglers: Mapping[str, Any] = field(default_factory=dict)
 
     # -- what the engine takes -----------------------------------------------
     def build_cluster(self) -> Cluster:
-        return get_cluster(self.cluster, self.fabric)
+        cluster = get_cluster(self.cluster, self.fabric)
+        if self.stragglers:
+            sigma = self.stragglers.get("sigma", 0.0)
+            if sigma == ALIBABA_PAI:
+                sigma = ALIBABA_PAI_STRAGGLER_SIGMA
+            stragglers = Stragglers(sigma=float(sigma), seed=int(self.stragglers.get("seed", 0)))
+            cluster = dataclasses.replace(cluster, stragglers=stragglers)
+        return cluster
 
     def build_trace(self, seed: int = 0) -> Trace:
         """The workload; ``seed`` drives synthetic generation and model
@@ -164,7 +186,7 @@ class Scenario:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if value is None:
+            if value is None or (f.name == "stragglers" and not value):
                 continue
             if isinstance(value, tuple):
                 value = list(value)
@@ -346,6 +368,40 @@ def _synthetic_ok(spec: Mapping[str, Any], source: str) -> None:
             raise ScenarioError(f"{source}: 'synthetic.{key}': weights must not all be zero")
 
 
+ALIBABA_PAI = "alibaba_pai"  # stragglers.sigma: ALIBABA_PAI_STRAGGLER_SIGMA
+_STRAGGLER_SIGMA_MAX = 2.0  # exp(2 z): a GPU 7x slower at one sigma is no straggler model
+
+
+def _stragglers_ok(spec: Any, source: str, mode: str) -> None:
+    """Check a ``[stragglers]`` table: known keys, sigma and seed in range."""
+    _check(isinstance(spec, Mapping), source, "stragglers", "a table {sigma, seed}", spec)
+    unknown = sorted(set(spec) - {"sigma", "seed"})
+    if unknown:
+        raise ScenarioError(
+            f"{source}: [stragglers]: unknown key(s) {', '.join(map(repr, unknown))}; "
+            "allowed: sigma, seed"
+        )
+    if spec and "sigma" not in spec:
+        raise ScenarioError(f"{source}: [stragglers]: 'sigma' is required")
+    if "sigma" in spec:
+        v = spec["sigma"]
+        _check(
+            v == ALIBABA_PAI or (_number(v) and 0 <= v <= _STRAGGLER_SIGMA_MAX),
+            source,
+            "stragglers.sigma",
+            f"a number in [0, {_STRAGGLER_SIGMA_MAX}] or {ALIBABA_PAI!r}",
+            v,
+        )
+    if "seed" in spec:
+        v = spec["seed"]
+        _check(_int(v) and 0 <= v < 2**63, source, "stragglers.seed", "an integer >= 0", v)
+    if spec and mode == "seed":
+        raise ScenarioError(
+            f"{source}: [stragglers] is not allowed with mode = 'seed' (the seed-faithful "
+            "simulator has no stragglers)"
+        )
+
+
 def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scenario:
     """Validate ``data`` (scenario fields) and build a :class:`Scenario`."""
     unknown = sorted(set(data) - set(_FIELDS))
@@ -405,6 +461,8 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scena
         _congestion_ok(d["congestion"], source, "congestion")
     if "mode" in d:
         _check(d["mode"] in ("default", "seed"), source, "mode", "'default' or 'seed'", d["mode"])
+    if "stragglers" in d:
+        _stragglers_ok(d["stragglers"], source, d.get("mode", "default"))
     if "perf_source" in d:
         _check(
             d["perf_source"] in ("closed_form", "seed_astra"),

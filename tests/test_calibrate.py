@@ -485,6 +485,32 @@ def test_transfer_prior_pools_physical_and_model_terms_separately():
         transfer_prior({**fits, "d": _fit_of(_truth("ring", comm_scale=()))})
 
 
+def test_transfer_prior_applies_model_cards_to_the_target_configuration():
+    """Pollux's NCF is a 1.6M-parameter configuration, the catalogue's NCF 5M:
+    a card pooled from a cluster that ran the catalogue's configuration is
+    applied to Pollux's bytes, and Pollux's own multiplier, divided by its
+    configuration factor, is what another cluster inherits."""
+    from ddl_gym.calibrate import transfer_prior
+    from ddl_gym.measured import configuration_factor
+    from ddl_gym.profiles import get_profile
+
+    ncf = configuration_factor("pollux_t4", "ncf")
+    assert ncf == pytest.approx(1_602_657 / get_profile("ncf").params)
+    assert 0.3 < ncf < 0.35
+    assert configuration_factor("gavel_k80", "ncf") == 1.0  # not listed: the catalogue's
+    shared = replace(_truth("shared"), comm_scale=())
+    other = {"other": _fit_of(shared, ncf=2.0, resnet50=0.5)}
+    prior = transfer_prior(other, target="pollux_t4", models=["ncf", "deepspeech2", "bert_base"])
+    assert prior.comm_scale_of("ncf") == pytest.approx(2.0 * ncf)
+    assert prior.comm_scale_of("resnet50") == pytest.approx(0.5)
+    ds2 = configuration_factor("pollux_t4", "deepspeech2")
+    assert ds2 == pytest.approx(41_187_968 / get_profile("deepspeech2").params)
+    assert prior.comm_scale_of("deepspeech2") == pytest.approx(ds2)  # no card: its own bytes
+    assert prior.comm_scale_of("bert_base") == 1.0
+    pollux = {"pollux_t4": _fit_of(shared, ncf=0.5)}
+    assert transfer_prior(pollux, target="x").comm_scale_of("ncf") == pytest.approx(0.5 / ncf)
+
+
 def test_calibration_rows_are_single_server_multi_gpu_and_seeded():
     from ddl_gym.calibrate import calibration_rows
 
@@ -577,3 +603,132 @@ def test_real_transfer_between_gavel_k80_and_p100(measured):
         assert medians[3][(c, "multi-node")] == medians[0][(c, "multi-node")]  # NIC untouched
         assert medians[3][(c, "machine")] < 0.10
     assert medians[0][("gavel_p100", "machine")] > 0.25  # K80's GPU link is not P100's
+
+
+# -- what the tables allow ----------------------------------------------------------
+
+
+def _rows(cluster: str, rows: list[tuple[str, tuple[int, ...], float, float]]) -> pd.DataFrame:
+    """Minimal measured rows: (job, placement, ratio, t_iter)."""
+    return pd.DataFrame(
+        {
+            "cluster": cluster,
+            "job": [r[0] for r in rows],
+            "model": "resnet50",
+            "placement": [r[1] for r in rows],
+            "n": [sum(r[1]) for r in rows],
+            "s": [len(r[1]) for r in rows],
+            "ratio": [r[2] for r in rows],
+            "t_iter": [r[3] for r in rows],
+            "is_reference": [r[1] == (1,) for r in rows],
+        }
+    )
+
+
+def test_repeat_spread_pairs_repeats_and_skips_copies():
+    from ddl_gym.calibrate import repeat_spread
+
+    df = _rows(
+        "p",
+        [
+            ("j", (1,), 1.0, 1.0),
+            ("j", (3, 1), 1.0, 1.0),
+            ("j", (3, 1), 1.1, 1.1),  # the same GPUs per node measured again
+            ("j", (2,), 1.2, 1.2),
+            ("k", (1,), 1.0, 2.0),  # only one GPU: not a fitted job
+        ],
+    )
+    second = _rows("p", [("j", (1,), 1.0, 0.8), ("j", (2,), 1.2, 1.2), ("k", (1,), 1.0, 9.0)])
+    out = repeat_spread(df, second).set_index("repeats")
+    within = out.loc["same job and GPUs per node, measured twice"]
+    assert within["pairs"] == 2
+    assert within["median"] == pytest.approx((0.1 + (1 - 1 / 1.1)) / 2)
+    campaign = out.loc["second campaign, re-measured rows"]
+    # (2,) is a copy (identical), k is not fitted: only j's 1-GPU row counts
+    assert campaign["pairs"] == 1 and campaign["median"] == pytest.approx(1.0 / 0.8 - 1)
+    assert len(repeat_spread(df.iloc[[0, 3]])) == 0  # no repeats: empty table
+
+
+def test_monotone_floor_counts_points_no_data_parallel_model_can_reach():
+    """Per job on one server a slowdown >= 1 that does not fall with GPUs:
+    (1.00, 2.69, 1.06) keeps 2 of 3 within 15 %, (0.65, 1.04, 0.68) only
+    1.04; a lone 0.5 and 0.8 need errors of 100 % and 25 %, so the best
+    median over those two is 25 %."""
+    from ddl_gym.calibrate import monotone_floor
+
+    df = _rows(
+        "v",
+        [
+            ("lm", (2,), 1.00, 0),
+            ("lm", (4,), 2.69, 0),
+            ("lm", (8,), 1.06, 0),
+            ("rn", (2,), 0.65, 0),
+            ("rn", (4,), 1.04, 0),
+            ("rn", (8,), 0.68, 0),
+            ("rn", (1, 1), 0.5, 0),  # multi-node: not constrained here
+        ],
+    )
+    out = monotone_floor(df).set_index("cluster").loc["v"]
+    assert out["points"] == 6 and out["missed by > 15%"] == 3
+    assert out["best median"] == pytest.approx(0.0, abs=1e-9)
+    lone = _rows("w", [("a", (2,), 0.5, 0), ("b", (2,), 0.8, 0)])
+    out = monotone_floor(lone).set_index("cluster").loc["w"]
+    assert out["missed by > 15%"] == 2
+    assert out["best median"] == pytest.approx(0.25, abs=1e-6)
+
+
+def test_ratio_predictor_arrays_equal_perf_model_allreduce():
+    """The vectorised all-reduce of the fits is PerfModel's, pair by pair, in
+    all three forms, with sharing exponents, multipliers, latencies, DDP
+    buckets or per-layer all-reduce, on one and several servers."""
+    from ddl_gym.calibrate import RatioPredictor
+
+    rows = []
+    for model in ("resnet50", "bert_base", "ncf", "vgg16"):
+        for placement in [
+            (1,),
+            (2,),
+            (3,),
+            (4,),
+            (8,),
+            (1, 1),
+            (2, 2),
+            (3, 1),
+            (4, 4, 4),
+            (2, 1, 1),
+        ]:
+            rows.append((model, placement))
+    df = pd.DataFrame(
+        {
+            "model": [m for m, _ in rows],
+            "placement": [p for _, p in rows],
+            "n": [sum(p) for _, p in rows],
+            "g": [max(p) for _, p in rows],
+            "s": [len(p) for _, p in rows],
+            "ref_placement": [(1,)] * len(rows),
+            "t_compute": 0.1,
+        }
+    )
+    predictor = RatioPredictor(df)
+    base = FABRICS["pcie_25gbe"]
+    for algorithm in ("ring", "hierarchical", "shared"):
+        for bucket in (25e6, None):
+            fabric = replace(
+                base,
+                algorithm=algorithm,
+                bucket_bytes=bucket,
+                gpu_link_sharing=0.37,
+                nic_sharing=0.61,
+                overlap=0.4,
+                comm_scale={"bert_base": 1.7, "ncf": 0.3},
+            )
+            perf = PerfModel(Cluster(1, 3, 8, fabric))
+            got = predictor.allreduce(fabric)
+            want = [perf.allreduce_time(m, shape) for m, shape in predictor.keys]
+            assert got == pytest.approx(want, rel=1e-12, abs=0.0)
+            assert (got[predictor.n == 1] == 0).all()
+            ratio = predictor(fabric)
+            for i, (m, p) in enumerate(rows):
+                shape = Shape(sum(p), max(p), len(p), 1)
+                expected = perf.iter_time(m, 0.1, shape) / 0.1
+                assert ratio[i] == pytest.approx(expected, rel=1e-12)

@@ -401,3 +401,61 @@ def test_stragglers_slow_a_gang_by_its_slowest_gpu_in_the_engine():
         expected = iters * (0.2 * factor + (exposed if job == "a" else 0.0))
         assert on.loc[job, "jct_s"] == pytest.approx(expected, rel=1e-9)
         assert off.loc[job, "jct_s"] == pytest.approx(iters * t_off, rel=1e-9)
+
+
+def test_scenario_toml_stragglers_key_builds_the_cluster_and_is_validated(tmp_path):
+    """``[stragglers]`` in a scenario file turns them on for its cluster (and
+    a run with it equals one on a cluster built with them in code); bad
+    values name the file and key; seed mode refuses them; off by default."""
+    from ddl_gym.baselines.fifo import FifoPolicy
+
+    from ddl_gym.engine import simulate
+    from ddl_gym.scenarios import ScenarioError, get_scenario, load_scenario_file, to_toml
+    from ddl_gym.topology import ALIBABA_PAI_STRAGGLER_SIGMA
+    from tests.helpers import make_trace
+
+    path = tmp_path / "s.toml"
+    path.write_text('cluster = "1x2x8"\n[stragglers]\nsigma = 0.1\nseed = 7\n')
+    scenario, extra = load_scenario_file(path)
+    assert extra == {}
+    cluster = scenario.build_cluster()
+    assert cluster.stragglers == Stragglers(sigma=0.1, seed=7)
+    jobs = make_trace([("a", 0.0, 8, "resnet50", 800.0, 0.2)])
+    by_code = Cluster(1, 2, 8, FABRICS["seed"], Stragglers(0.1, 7))
+    a = simulate(jobs, cluster, FifoPolicy(), congestion="none").jobs["jct_s"].iloc[0]
+    b = simulate(jobs, by_code, FifoPolicy(), congestion="none").jobs["jct_s"].iloc[0]
+    off = simulate(jobs, Cluster(1, 2, 8, "seed"), FifoPolicy(), congestion="none").jobs
+    assert a == b and a > off["jct_s"].iloc[0]
+    # round trip through the TOML the CLI writes
+    again = tmp_path / "again.toml"
+    again.write_text(to_toml(scenario.to_dict()))
+    assert load_scenario_file(again)[0].build_cluster().stragglers == cluster.stragglers
+    path.write_text('cluster = "1x2x8"\n[stragglers]\nsigma = "alibaba_pai"\n')
+    named = load_scenario_file(path)[0].build_cluster().stragglers
+    assert named == Stragglers(ALIBABA_PAI_STRAGGLER_SIGMA, 0)
+    assert not get_scenario("default")[0].build_cluster().stragglers.enabled
+    assert "stragglers" not in get_scenario("default")[0].to_dict()
+    bad = {
+        "sigma = -0.1": r"s.toml: 'stragglers.sigma' must be a number in \[0, 2.0\]",
+        'sigma = "x"': r"'stragglers.sigma' must be",
+        "sigma = 0.1\nseed = 1.5": r"s.toml: 'stragglers.seed' must be an integer >= 0",
+        "sigma = 0.1\nseed = -1": r"'stragglers.seed' must be an integer >= 0",
+        "sigma = 0.1\nspeed = 2": r"s.toml: \[stragglers\]: unknown key\(s\) 'speed'",
+        "seed = 3": r"\[stragglers\]: 'sigma' is required",
+    }
+    for body, message in bad.items():
+        path.write_text(f'cluster = "1x2x8"\n[stragglers]\n{body}\n')
+        with pytest.raises(ScenarioError, match=message):
+            load_scenario_file(path)
+    path.write_text('cluster = "1x2x8"\nstragglers = 0.1\n')
+    with pytest.raises(ScenarioError, match=r"'stragglers' must be a table \{sigma, seed\}"):
+        load_scenario_file(path)
+    # compare does not swap it for the named workload of the same trace
+    from ddl_gym.cli.compare import compare_workload
+
+    default = get_scenario("default")[0]
+    assert compare_workload(default) == "default"
+    assert compare_workload(default.replace(stragglers={"sigma": 0.1})) is None
+    path.write_text('cluster = "4x2x8"\nmode = "seed"\n[stragglers]\nsigma = 0.1\n')
+    with pytest.raises(ScenarioError, match="not allowed with mode = 'seed'"):
+        load_scenario_file(path)

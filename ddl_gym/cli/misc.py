@@ -267,6 +267,11 @@ def run_train(args: argparse.Namespace) -> int:
     import tomllib
 
     scenario = resolve_scenario(args, "train").scenario
+    if scenario.stragglers:
+        raise CliError(
+            f"scenario {scenario.name!r}: [stragglers] is not supported by train yet "
+            "(the env builds its cluster by name); remove it or use compare/simulate"
+        )
     base: dict = {}
     if args.train_config is not None:
         if not args.train_config.is_file():
