@@ -16,14 +16,20 @@ every difference to our default model a named switch (:class:`SeedSwitches`):
   before ``batch / N`` more seconds (the seed's look-ahead divides the next
   batch by the GPU count); it then waits again (its wait clock restarts) and
   competes in the next offer like any waiting job.
-* **checkpoint** (``checkpoint_s_per_gpu``): released GPUs become free
-  ``checkpoint_s_per_gpu x N`` seconds later (nobody can use them meanwhile).
-* **offers** (``tick_s``): on arrivals, GPUs becoming free and a ``tick_s``
-  tick while jobs wait, all free GPUs are offered to the waiting jobs in the
-  policy's priority order, gang (all or nothing).
-* **placement** (``placement``): ``first_fit`` takes the first domain in
-  cluster order (slot, machine, then rack and anywhere as the policy allows)
-  and the first free GPUs in it; ``best_fit`` uses our engine's packer.
+* **checkpoint** (``checkpoint_s_per_gpu``): released GPUs are offered
+  ``checkpoint_s_per_gpu x N`` seconds later (see ``unlease_on_release``).
+* **offers** (``tick_s``, ``offer_scope``, ``tick``,
+  ``offer_on_lease_expiry``): on arrivals, GPUs becoming free, lease ends and
+  a ``tick_s`` tick while jobs wait, all free GPUs are offered to the waiting
+  jobs in the policy's priority order, gang (all or nothing).
+* **release** (``unlease_on_release``): as the seed's ``GPU.markLeaseEnd``,
+  released GPUs are unleased at once; any offer during the checkpoint may take
+  them, and their own offer comes after it.
+* **placement** (``placement``; Dally's ``domain_order``): ``first_fit``
+  takes the first domain that fits (slot, machine, then rack and anywhere as
+  the policy allows); Dally walks slots and machines in the order of the
+  seed's hash maps (:func:`java_multikey_order`), racks in order, and takes
+  the first free GPUs of the domain; ``best_fit`` uses our engine's packer.
 * **performance** (``perf``): ``seed_astra`` looks the slowdown of the exact
   GPU set up in the authors' table (:mod:`ddl_gym.seed_astra`, no
   contention); ``closed_form`` uses our :class:`~ddl_gym.perf.PerfModel`,
@@ -33,8 +39,9 @@ every difference to our default model a named switch (:class:`SeedSwitches`):
 Policies (:class:`SeedDally`, :class:`SeedTiresias`) are the seed's: Dally
 orders by time-averaged placement efficiency (new jobs 0; ties: fewer GPUs
 held, earlier last assignment, lower id) with delay timers counted in leases
-from the last resource change and an optional auto-tuner whose history
-``H`` is counted in leases; Tiresias orders by attained GPU service (least
+from the last resource change (a job larger than a machine may take a rack,
+one larger than a rack the network, at once) and an optional auto-tuner
+whose history ``H`` is counted in leases; Tiresias orders by attained GPU service (least
 first) and keeps a static set of consolidation-sensitive models within a rack.
 
 The loop is one event per lease (not per batch): the batches a job runs
@@ -539,6 +546,7 @@ class SeedSim:
         self.queued[j] += now - self.last_assign[j]
         if math.isnan(self.first_start[j]):
             self.first_start[j] = now
+            self.first_gpus[j] = list(gpus)
         racks = sorted({self.loc[g][0] for g in gpus})
         sd = self.slowdown(j, gpus)
         if len(racks) > 1:
@@ -648,6 +656,7 @@ class SeedSim:
         self.queued = [0.0] * J
         self.last_assign = list(self.arrival)
         self.first_start = [math.nan] * J
+        self.first_gpus: list[list[int]] = [[] for _ in range(J)]
         self.end = [math.nan] * J
         self.n_done = 0
         self.waiting: list[tuple[tuple, int]] = []
