@@ -292,14 +292,17 @@ def test_seed_artist_scenario_runs_through_compare_cells(shape):
 
 
 @needs_week
-def test_seed_mode_tiresias_reproduces_the_authors_makespan_and_comm():
-    """The full seed week (about 20 s of CPU): Tiresias within 10% of the
-    authors' simulator on makespan and total communication time."""
-    from ddl_gym.seed_repro import load_reference, run_seed_policy, seed_week
+@pytest.mark.parametrize("policy", ["dally-1-2", "tiresias"])
+def test_seed_mode_reproduces_the_authors_figures(policy):
+    """The full seed week (about 20-25 s of CPU each): makespan, mean JCT and
+    total communication time within 10% of the authors' simulator."""
+    from ddl_gym.seed_repro import REFERENCE_POLICIES, load_reference, run_seed_policy, seed_week
 
-    ref = load_reference()["Tiresias"]
-    ours = run_seed_policy(seed_week(), "4x2x8", "tiresias")
+    name = {v: k for k, v in REFERENCE_POLICIES.items()}[policy]
+    ref = load_reference()[name]
+    ours = run_seed_policy(seed_week(), "4x2x8", policy)
     assert ours.makespan_h == pytest.approx(ref.makespan_h, rel=0.10)
+    assert ours.mean_jct_h == pytest.approx(ref.mean_jct_h, rel=0.10)
     assert ours.total_comm_h == pytest.approx(ref.total_comm_h, rel=0.10)
 
 
