@@ -16,14 +16,20 @@ every difference to our default model a named switch (:class:`SeedSwitches`):
   before ``batch / N`` more seconds (the seed's look-ahead divides the next
   batch by the GPU count); it then waits again (its wait clock restarts) and
   competes in the next offer like any waiting job.
-* **checkpoint** (``checkpoint_s_per_gpu``): released GPUs become free
-  ``checkpoint_s_per_gpu x N`` seconds later (nobody can use them meanwhile).
-* **offers** (``tick_s``): on arrivals, GPUs becoming free and a ``tick_s``
-  tick while jobs wait, all free GPUs are offered to the waiting jobs in the
-  policy's priority order, gang (all or nothing).
-* **placement** (``placement``): ``first_fit`` takes the first domain in
-  cluster order (slot, machine, then rack and anywhere as the policy allows)
-  and the first free GPUs in it; ``best_fit`` uses our engine's packer.
+* **checkpoint** (``checkpoint_s_per_gpu``): released GPUs are offered
+  ``checkpoint_s_per_gpu x N`` seconds later (see ``unlease_on_release``).
+* **offers** (``tick_s``, ``offer_scope``, ``tick``,
+  ``offer_on_lease_expiry``): on arrivals, GPUs becoming free, lease ends and
+  a ``tick_s`` tick while jobs wait, all free GPUs are offered to the waiting
+  jobs in the policy's priority order, gang (all or nothing).
+* **release** (``unlease_on_release``): as the seed's ``GPU.markLeaseEnd``,
+  released GPUs are unleased at once; any offer during the checkpoint may take
+  them, and their own offer comes after it.
+* **placement** (``placement``; Dally's ``domain_order``): ``first_fit``
+  takes the first domain that fits (slot, machine, then rack and anywhere as
+  the policy allows); Dally walks slots and machines in the order of the
+  seed's hash maps (:func:`java_multikey_order`), racks in order, and takes
+  the first free GPUs of the domain; ``best_fit`` uses our engine's packer.
 * **performance** (``perf``): ``seed_astra`` looks the slowdown of the exact
   GPU set up in the authors' table (:mod:`ddl_gym.seed_astra`, no
   contention); ``closed_form`` uses our :class:`~ddl_gym.perf.PerfModel`,
@@ -33,8 +39,9 @@ every difference to our default model a named switch (:class:`SeedSwitches`):
 Policies (:class:`SeedDally`, :class:`SeedTiresias`) are the seed's: Dally
 orders by time-averaged placement efficiency (new jobs 0; ties: fewer GPUs
 held, earlier last assignment, lower id) with delay timers counted in leases
-from the last resource change and an optional auto-tuner whose history
-``H`` is counted in leases; Tiresias orders by attained GPU service (least
+from the last resource change (a job larger than a machine may take a rack,
+one larger than a rack the network, at once) and an optional auto-tuner
+whose history ``H`` is counted in leases; Tiresias orders by attained GPU service (least
 first) and keeps a static set of consolidation-sensitive models within a rack.
 
 The loop is one event per lease (not per batch): the batches a job runs
@@ -47,8 +54,8 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import insort
-from collections import deque
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 import pandas as pd
@@ -78,9 +85,18 @@ class SeedSwitches:
     lease_s: float = 20.0
     checkpoint_s_per_gpu: float = 1.0
     tick_s: float = 60.0
-    offer_scope: str = "all"  # "released": GPUs freed by a release are offered alone
+    # every free GPU is offered (DESIGN.md 1.1: "all"), or a release's GPUs
+    # alone, as the stored ResourceAvailableEvent does ("released")
+    offer_scope: str = "all"
     checkpoint_on_completion: bool = True  # a finished job's GPUs wait too
-    offer_on_lease_expiry: bool = True  # a lease's end is an offer point
+    offer_on_lease_expiry: bool = True  # a lease's end is an offer point (DESIGN.md 1.1)
+    # a tick every tick_s while a job waits ("waiting", DESIGN.md 1.1), or only
+    # when the event queue runs empty, as the stored ClusterEventQueue.start ("idle")
+    tick: str = "waiting"
+    # GPU.markLeaseEnd at the batch end: released GPUs are unleased at once
+    # (an arrival's or tick's offer may take them) and offered by their own
+    # event after the checkpoint; False: nobody can use them meanwhile
+    unlease_on_release: bool = True
     gpus_per_slot: int = SEED_GPUS_PER_SLOT
 
     def __post_init__(self) -> None:
@@ -95,6 +111,10 @@ class SeedSwitches:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         if self.batch_iterations < 0 or self.checkpoint_s_per_gpu < 0:
             raise ValueError("batch_iterations and checkpoint_s_per_gpu must be >= 0")
+        if self.offer_scope not in ("released", "all"):
+            raise ValueError(f"offer_scope must be 'released' or 'all', got {self.offer_scope!r}")
+        if self.tick not in ("idle", "waiting"):
+            raise ValueError(f"tick must be 'idle' or 'waiting', got {self.tick!r}")
 
 
 def as_cluster(cluster: Cluster | str) -> Cluster:
@@ -105,49 +125,80 @@ def as_cluster(cluster: Cluster | str) -> Cluster:
 # -- policies ----------------------------------------------------------------
 @dataclass
 class _History:
-    """Waits (in leases) of one (GPU demand, level), oldest first."""
+    """Waits (in leases) of one GPU demand at one level, oldest first.
 
-    samples: deque = field(default_factory=deque)
-    total: float = 0.0
-    total_sq: float = 0.0
+    ``prune="java"`` keeps the seed's bookkeeping
+    (``DallyInterJobScheduler.setDemandDelay``): old waits are dropped only
+    when a new one is added, by a loop that removes by index while it walks,
+    so it skips the entry after each removal. ``prune="window"`` drops every
+    wait older than the window whenever the timers are read."""
 
-    def add(self, t: float, wait: float) -> None:
+    samples: list[tuple[float, float]] = field(default_factory=list)
+
+    def add(self, t: float, wait: float, horizon: float, prune: str) -> None:
         self.samples.append((t, wait))
-        self.total += wait
-        self.total_sq += wait * wait
+        if prune == "java":
+            i = 0
+            while i < len(self.samples):
+                if self.samples[i][0] < horizon:
+                    del self.samples[i]
+                i += 1
 
-    def spread(self, horizon: float) -> int:
-        while self.samples and self.samples[0][0] < horizon:
-            _, w = self.samples.popleft()
-            self.total -= w
-            self.total_sq -= w * w
+    def spread(self, horizon: float, prune: str) -> float:
+        """Mean + 2 population standard deviations; 1 with no waits
+        (``getMcDemandDelay`` / ``getRackDemandDelay``)."""
+        if prune == "window":
+            self.samples = [s for s in self.samples if s[0] >= horizon]
         n = len(self.samples)
         if not n:
-            return 1
-        mean = self.total / n
-        std = math.sqrt(max(0.0, self.total_sq / n - mean * mean))
-        return math.ceil(mean + 2.0 * std - 1e-9)
+            return 1.0
+        mean = sum(w for _, w in self.samples) / n
+        var = sum((w - mean) ** 2 for _, w in self.samples) / n
+        return mean + 2.0 * math.sqrt(var)
 
 
 @dataclass
 class SeedDally:
-    """Dally as the seed runs it. ``auto_tune``: timers from the history of
-    waits (window ``history`` leases; caps ``ceil(0.8 history)`` and
-    ``history``; floors 6 and 12; only waits of >= 1 lease recorded);
-    otherwise fixed ``rack_timer`` / ``network_timer`` leases.
-    ``skip_waits``: ``none`` (every wider placement waits for its timer, as
-    the seed's code reads), ``network`` (a job larger than a rack, which can
-    only cross racks, does not wait) or ``all`` (also a job larger than a
-    machine skips the machine wait: the paper's wording)."""
+    """Dally as the seed runs it.
+
+    ``auto_tune``: timers from the history of waits (``tuneDelayTimers``):
+    rack timer ``min(ceil(0.8 H), max(1, ceil(m)))`` and network timer
+    ``min(H, max(2, ceil(r)))`` leases, ``m`` / ``r`` the mean + 2 std of the
+    machine-level / rack-level waits of the same GPU demand over the last
+    ``H = history`` leases (only waits of >= 1 lease recorded).
+    ``tuner_caps="6_12"`` is the earlier version's fixed caps 6 and 12.
+    Otherwise fixed ``rack_timer`` / ``network_timer`` leases.
+    ``skip_waits``: ``all`` (the seed's code: a job larger than a machine
+    may take a rack at once, a job larger than a rack the network at once),
+    ``network`` (only the latter) or ``none`` (every wider level waits).
+    ``domain_order``: ``java_hash`` walks slots and machines in the order of
+    the seed's ``MultiKeyMap`` key sets (``consolidatedGPUAllocation``),
+    ``cluster`` in cluster order. ``timer_clock``: waits count from the last
+    release (``getLastResourceAssignment``) or from arrival."""
 
     rack_timer: float = 1.0
     network_timer: float = 2.0
     auto_tune: bool = False
     history: int = 24
-    skip_waits: str = "none"
+    tuner_caps: str = "history"
+    history_prune: str = "java"
+    skip_waits: str = "all"
+    domain_order: str = "java_hash"
     timer_clock: str = "release"  # "arrival": timers count from arrival, not release
     name: str = "dally"
     _hist: dict[tuple[int, int], _History] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        checks = (
+            ("tuner_caps", ("history", "6_12")),
+            ("history_prune", ("java", "window")),
+            ("skip_waits", ("all", "network", "none")),
+            ("domain_order", ("java_hash", "cluster")),
+            ("timer_clock", ("release", "arrival")),
+        )
+        for name, allowed in checks:
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
 
     def reset(self) -> None:
         self._hist = {}
@@ -157,16 +208,24 @@ class SeedDally:
         eff = sim.comp_time[j] / busy if busy > 0 else 0.0
         return (eff, 0, sim.last_assign[j], j)
 
+    def _horizon(self, sim: SeedSim) -> float:
+        return sim.now - self.history * sim.sw.lease_s
+
     def timers(self, sim: SeedSim, gpus: int) -> tuple[float, float]:
         if not self.auto_tune:
             return self.rack_timer, self.network_timer
-        H = self.history
-        horizon = sim.now - H * sim.sw.lease_s
+        horizon = self._horizon(sim)
         m = self._hist.get((gpus, Level.MACHINE))
         r = self._hist.get((gpus, Level.RACK))
-        ms = m.spread(horizon) if m else 1
-        rs = r.spread(horizon) if r else 1
-        return min(math.ceil(0.8 * H), max(6, ms)), min(H, max(12, rs))
+        ms = m.spread(horizon, self.history_prune) if m else 1.0
+        rs = r.spread(horizon, self.history_prune) if r else 1.0
+        if self.tuner_caps == "6_12":
+            rack_cap, net_cap = 6.0, 12.0
+        else:
+            rack_cap, net_cap = float(math.ceil(0.8 * self.history)), float(self.history)
+        rack = min(rack_cap, max(1.0, math.ceil(ms - 1e-12)))
+        net = min(net_cap, max(2.0, math.ceil(rs - 1e-12)))
+        return rack, net
 
     def _since(self, sim: SeedSim, j: int) -> float:
         start = sim.arrival[j] if self.timer_clock == "arrival" else sim.last_assign[j]
@@ -174,25 +233,25 @@ class SeedDally:
 
     def widest(self, sim: SeedSim, j: int) -> Level:
         waited = self._since(sim, j) + EPS
+        tight = sim.size_level(sim.n[j])
+        if self.skip_waits != "none" and tight == Level.NETWORK:
+            return Level.NETWORK
         rack_t, net_t = self.timers(sim, sim.n[j])
-        if self.skip_waits != "none":
-            tight = sim.size_level(sim.n[j])
-            if tight == Level.NETWORK:
-                return Level.NETWORK
-            if tight == Level.RACK and self.skip_waits == "all":
-                return Level.NETWORK if waited >= net_t else Level.RACK
         if waited >= net_t:
             return Level.NETWORK
+        if self.skip_waits == "all" and tight == Level.RACK:
+            return Level.RACK
         if waited >= rack_t:
             return Level.RACK
         return Level.MACHINE
 
     def placed(self, sim: SeedSim, j: int, level: Level) -> None:
-        if not self.auto_tune or level == Level.NETWORK:
+        if level == Level.NETWORK:
             return
         wait = self._since(sim, j)
         if wait >= 1.0 - EPS:
-            self._hist.setdefault((sim.n[j], level), _History()).add(sim.now, wait)
+            h = self._hist.setdefault((sim.n[j], level), _History())
+            h.add(sim.now, wait, self._horizon(sim), self.history_prune)
 
 
 # The seed's static consolidation-sensitive class (DESIGN.md section 1.1).
@@ -245,6 +304,48 @@ def make_seed_policy(name: str, **kwargs: Any) -> SeedDally | SeedTiresias:
     raise ValueError(f"no seed-mode policy {name!r}; known: {', '.join(SEED_POLICIES)}")
 
 
+# -- the seed's hash-map iteration order ------------------------------------------
+_M32 = 0xFFFFFFFF
+
+
+def _multikey_hash(keys: tuple[int, ...]) -> int:
+    """``MultiKeyMap.hash`` of Integer keys (commons-collections4), as an
+    unsigned 32-bit value."""
+    h = 0
+    for k in keys:
+        h ^= k & _M32
+    h = (h + (~(h << 9) & _M32)) & _M32
+    h ^= h >> 14
+    h = (h + (h << 4)) & _M32
+    h ^= h >> 10
+    return h
+
+
+@lru_cache(maxsize=65536)
+def java_multikey_order(keys: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:
+    """The order a commons-collections ``MultiKeyMap`` (a ``HashedMap``:
+    16 buckets, load factor 0.75, new entries at the head of their bucket,
+    doubling that re-links buckets from the last one down) returns its keys
+    in after ``keys`` were put in this order: buckets from the last one down,
+    each bucket's chain from its head. The seed's Dally walks its slot and
+    machine maps in this order (``consolidatedGPUAllocation``)."""
+    cap = 16
+    buckets: list[list[tuple[tuple[int, ...], int]]] = [[] for _ in range(cap)]
+    size = 0
+    for key in keys:
+        h = _multikey_hash(key)
+        buckets[h & (cap - 1)].insert(0, (key, h))
+        size += 1
+        if size >= int(cap * 0.75):
+            cap *= 2
+            new: list[list[tuple[tuple[int, ...], int]]] = [[] for _ in range(cap)]
+            for chain in reversed(buckets):
+                for entry in chain:
+                    new[entry[1] & (cap - 1)].insert(0, entry)
+            buckets = new
+    return tuple(key for chain in reversed(buckets) for key, _ in chain)
+
+
 # -- the simulator -------------------------------------------------------------
 class SeedSim:
     """One run of the seed-faithful mode. ``run()`` returns the per-job table
@@ -279,6 +380,13 @@ class SeedSim:
             for g in range(c.num_gpus)
         ]
         self._sd_cache: dict[tuple, float] = {}
+        # the seed's GPULocation ids: rack, machine within the rack, slot within the machine
+        self.jloc = [
+            (g // (G * S), (g // G) % S, (g % G) // sw.gpus_per_slot) for g in range(c.num_gpus)
+        ]
+        self._free_ver = 0
+        self._dom_ver = -1
+        self._dom: tuple[list[list[int]], list[list[int]]] = ([], [])
 
     def size_level(self, gpus: int) -> Level:
         c = self.cluster
@@ -334,7 +442,31 @@ class SeedSim:
                     break
         return out
 
-    def find(self, j: int, widest: Level, anywhere: bool = False) -> tuple[list[int], Level] | None:
+    def _domains(self) -> tuple[list[list[int]], list[list[int]]]:
+        """Free GPUs per slot and per machine, each list in the order the
+        seed's ``MultiKeyMap`` key sets walk them (keys inserted in cluster
+        order of the free GPUs); cached until the free set changes."""
+        if self._dom_ver == self._free_ver:
+            return self._dom
+        slots: dict[tuple[int, int, int], list[int]] = {}
+        machines: dict[tuple[int, int], list[int]] = {}
+        for g in range(len(self.free)):
+            if self.free[g]:
+                r, m, s = self.jloc[g]
+                slots.setdefault((r, m, s), []).append(g)
+                machines.setdefault((r, m), []).append(g)
+        self._dom = (
+            [slots[k] for k in java_multikey_order(tuple(slots))],
+            [machines[k] for k in java_multikey_order(tuple(machines))],
+        )
+        self._dom_ver = self._free_ver
+        return self._dom
+
+    def find(
+        self, j: int, widest: Level, anywhere: bool = False, order: str = "cluster"
+    ) -> tuple[list[int], Level] | None:
+        """GPUs for job ``j`` and the stage that found them (MACHINE: a slot
+        or machine; RACK: one rack; NETWORK: anywhere), or None."""
         c = self.cluster
         k = self.n[j]
         if k > self.n_free:
@@ -354,24 +486,31 @@ class SeedSim:
             return gpus, self._level(gpus)
         if anywhere:
             gpus = self._first_free(0, c.num_gpus, k)
-            return gpus, self._level(gpus)
+            return gpus, Level.NETWORK
         if k <= G:
             P = self.sw.gpus_per_slot
-            if k <= P:  # the first slot holding it
-                for s0 in range(0, c.num_gpus, P):
-                    if sum(self.free[s0 : s0 + P]) >= k:
-                        return self._first_free(s0, s0 + P, k), Level.MACHINE
-            for m in range(c.num_servers):
-                if self.free_srv[m] >= k:
-                    return self._first_free(m * G, (m + 1) * G, k), Level.MACHINE
+            if order == "java_hash":
+                slot_lists, machine_lists = self._domains()
+                for domains in (slot_lists, machine_lists):
+                    for free in domains:
+                        if len(free) >= k:
+                            return free[:k], Level.MACHINE
+            else:
+                if k <= P:  # the first slot holding it
+                    for s0 in range(0, c.num_gpus, P):
+                        if sum(self.free[s0 : s0 + P]) >= k:
+                            return self._first_free(s0, s0 + P, k), Level.MACHINE
+                for m in range(c.num_servers):
+                    if self.free_srv[m] >= k:
+                        return self._first_free(m * G, (m + 1) * G, k), Level.MACHINE
         if widest >= Level.RACK and k <= G * S:
             for r in range(c.racks):
                 if self.free_rack[r] >= k:
                     gpus = self._first_free(r * G * S, (r + 1) * G * S, k)
-                    return gpus, self._level(gpus)
+                    return gpus, Level.RACK
         if widest >= Level.NETWORK:
             gpus = self._first_free(0, c.num_gpus, k)
-            return gpus, self._level(gpus)
+            return gpus, Level.NETWORK
         return None
 
     def _level(self, gpus: list[int]) -> Level:
@@ -395,6 +534,7 @@ class SeedSim:
             self.free_srv[g // G] += d
             self.free_rack[g // (G * S)] += d
         self.n_free += d * len(gpus)
+        self._free_ver += 1
 
     def _assign(self, j: int, gpus: list[int], level: Level) -> None:
         sw = self.sw
@@ -406,6 +546,7 @@ class SeedSim:
         self.queued[j] += now - self.last_assign[j]
         if math.isnan(self.first_start[j]):
             self.first_start[j] = now
+            self.first_gpus[j] = list(gpus)
         racks = sorted({self.loc[g][0] for g in gpus})
         sd = self.slowdown(j, gpus)
         if len(racks) > 1:
@@ -452,6 +593,8 @@ class SeedSim:
         if finished and not self.sw.checkpoint_on_completion:
             delay = 0.0
         if delay > 0:
+            if self.sw.unlease_on_release:
+                self._set_gpus(gpus, True)  # unleased now, offered after the checkpoint
             self._push(self.now + delay, FREE, gpus)
         else:
             self._set_gpus(gpus, True)
@@ -482,12 +625,13 @@ class SeedSim:
             if self.n[j] > self.n_free:
                 continue
             anywhere = isinstance(policy, SeedTiresias) and policy.anywhere(self, j)
-            got = self.find(j, policy.widest(self, j), anywhere)
+            order = getattr(policy, "domain_order", "cluster")
+            got = self.find(j, policy.widest(self, j), anywhere, order)
             if got is None:
                 continue
-            gpus, level = got
-            policy.placed(self, j, level)
-            self._assign(j, gpus, level)
+            gpus, stage = got
+            policy.placed(self, j, stage)
+            self._assign(j, gpus, self._level(gpus))
             placed.append(pos)
         for pos in reversed(placed):
             del self.waiting[pos]
@@ -512,6 +656,7 @@ class SeedSim:
         self.queued = [0.0] * J
         self.last_assign = list(self.arrival)
         self.first_start = [math.nan] * J
+        self.first_gpus: list[list[int]] = [[] for _ in range(J)]
         self.end = [math.nan] * J
         self.n_done = 0
         self.waiting: list[tuple[tuple, int]] = []
@@ -536,9 +681,13 @@ class SeedSim:
                 if kind == END:
                     self._end(*payload)
                 elif kind == FREE:
-                    self._set_gpus(payload, True)
+                    if self.sw.unlease_on_release:
+                        # offer those of them nobody took meanwhile
+                        payload = [g for g in payload if self.free[g]]
+                    else:
+                        self._set_gpus(payload, True)
                     released.extend(payload)
-                    self._offer_due = True
+                    self._offer_due = self._offer_due or bool(payload)
                 elif kind == ARRIVAL:
                     insort(self.waiting, (self.policy.key(self, payload), payload))
                     self._offer_due = offer_all = True
@@ -554,7 +703,8 @@ class SeedSim:
                     self._offer_only(released)
                 else:
                     self._offer()
-            if self.waiting and self._tick_at is None:
+            idle = self.sw.tick == "waiting" or not heap
+            if self.waiting and self._tick_at is None and idle:
                 self._tick_at = t + self.sw.tick_s
                 self._push(self._tick_at, TICK, None)
             if self.n_done == J:
