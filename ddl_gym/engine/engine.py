@@ -33,7 +33,7 @@ from ddl_gym.engine.actions import Action, InvalidAction, Place, Preempt, Wait
 from ddl_gym.engine.job import Job, Status
 from ddl_gym.engine.leases import LazyLeases
 from ddl_gym.engine.metrics import Result, build_result
-from ddl_gym.engine.packer import find_placement
+from ddl_gym.engine.packer import FreeIndex
 from ddl_gym.perf import Level, PerfModel, shape_of
 from ddl_gym.profiles import get_profile
 from ddl_gym.topology import Cluster, Congestion, get_cluster, get_congestion
@@ -167,6 +167,10 @@ class Engine:
         self.free = [c.gpus_per_server] * c.num_servers
         self.rack_free = [c.gpus_per_rack] * c.racks
         self.total_free = c.num_gpus
+        # the packer's index over ``free``/``rack_free`` (kept in step by _start/_stop)
+        self._free_index = FreeIndex(
+            self.free, self.rack_free, c.servers_per_rack, c.gpus_per_server
+        )
         self.uplink_jobs: list[set[int]] = [set() for _ in range(c.racks)]
         self.pending: list[Job] = []  # ordered by (arrival, index)
         self._pending_keys: list[tuple[float, int]] = []
@@ -419,12 +423,9 @@ class Engine:
 
     # -- actions -----------------------------------------------------------
     def placement_for(self, job: Job, level: Level) -> list[tuple[int, int]] | None:
-        c = self.cluster
         if job.gpus > self.total_free:
             return None
-        return find_placement(
-            self.free, self.rack_free, c.servers_per_rack, c.gpus_per_server, job.gpus, level
-        )
+        return self._free_index.find(job.gpus, level)
 
     def _why_not_place(self, index: int, level) -> tuple[str | None, list | None]:
         """(reason it is invalid or None, the placement it would get)."""
@@ -490,8 +491,11 @@ class Engine:
         c = self.cluster
         now = self.now
         S = c.servers_per_rack
+        free = self.free
+        move = self._free_index.move
         for server, g in placement:
-            self.free[server] -= g
+            move(server, free[server], free[server] - g)
+            free[server] -= g
             self.rack_free[server // S] -= g
         self.total_free -= job.gpus
         self._dequeue(job)
@@ -527,8 +531,11 @@ class Engine:
     def _stop(self, job: Job) -> None:
         self._settle(job)
         S = self.cluster.servers_per_rack
+        free = self.free
+        move = self._free_index.move
         for server, g in job.placement:
-            self.free[server] += g
+            move(server, free[server], free[server] + g)
+            free[server] += g
             self.rack_free[server // S] += g
         self.total_free += job.gpus
         held = self.now - job.started_at
