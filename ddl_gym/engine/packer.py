@@ -130,6 +130,19 @@ class FreeIndex:
             self.by_free[f].append(s)
         self.rack_desc: list[list[int] | None] = [None] * len(rack_free)
 
+    def copy(self) -> FreeIndex:
+        """An independent index over copies of ``free`` and ``rack_free`` (for
+        dry runs: much cheaper than indexing the copies from scratch)."""
+        new = FreeIndex.__new__(FreeIndex)
+        new.free = list(self.free)
+        new.rack_free = list(self.rack_free)
+        new.S = self.S
+        new.G = self.G
+        new.by_free = [list(b) for b in self.by_free]
+        # the cached sorted lists are replaced on change, never edited: share them
+        new.rack_desc = list(self.rack_desc)
+        return new
+
     def move(self, server: int, old: int, new: int) -> None:
         """Server ``server`` went from ``old`` to ``new`` free GPUs."""
         bucket = self.by_free[old]
