@@ -278,6 +278,14 @@ class DallyPolicy(BasePolicy):
         action = self._decide(view)
         if not isinstance(action, Wait):
             self._sorted = None  # the queue changes
+        elif self.preempt and view.pending:
+            # The instant ends with this queue. A lease expiry alone can only
+            # matter if some expired job is less efficient than the best
+            # waiting job by more than ``margin`` (else the re-offer has no
+            # challenger, nobody loses, and the instant is a WAIT with no side
+            # effect): tell the engine (1e-9 below, for rounding) so that
+            # other expiries make no decision point.
+            view.set_lease_floor(self._queue(view)[0][0] + self.margin - 1e-9)
         return action
 
     def _decide(self, view: EngineView) -> Action:

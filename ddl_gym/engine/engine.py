@@ -386,6 +386,8 @@ class Engine:
         job.exposed = exposed
         job.t_iter = job.t_compute * job.straggle + exposed
         job.rate = job.gpus / job.t_iter
+        if self._lazy is not None:
+            self._lazy.set_bound(job.index, self._efficiency_bound(job))
         job.version += 1
         begin = max(self.now, job.busy_until)
         finish = begin + (job.iterations - job.progress) / job.rate
@@ -396,6 +398,30 @@ class Engine:
 
         counts = compact_counts(job.placement, self.cluster.servers_per_rack, SEED_GPUS_PER_SLOT)
         return self.seed_table.slowdown(job.model, *counts)
+
+    @staticmethod
+    def _efficiency_bound(job: Job) -> float:
+        """A bound on ``efficiency(job)`` until the job's next re-rate (its
+        accounting settled to now): from here compute and exposed
+        communication grow in the fixed ratio ``t_compute : exposed``, so the
+        time-average moves monotonically from its value now towards
+        ``t_compute / (t_compute + exposed)`` and never passes the larger of
+        the two (plus 1e-9 for rounding)."""
+        busy = job.compute_time + job.comm_time
+        now = job.compute_time / busy if busy > 0 else 0.0
+        per_iter = job.t_compute + job.exposed
+        limit = job.t_compute / per_iter if per_iter > 0 else 0.0
+        return max(now, limit) + 1e-9
+
+    def set_lease_floor(self, floor: float | None) -> None:
+        """Lazy leases: until changed, an instant where only leases expire is
+        made only if some expiring job's efficiency may exceed ``floor``
+        (None: any expiry while a job waits). For a policy that re-offers an
+        expired lease only to a less efficient waiting job (Dally); expiries
+        at instants made by other events are all reported. Ignored without
+        lazy leases."""
+        if self._lazy is not None:
+            self._lazy.set_floor(floor)
 
     def _rerate_uplinks(self, racks: Sequence[int], skip: int = -1) -> None:
         affected: set[int] = set()

@@ -156,6 +156,11 @@ class EngineView:
             job.model, job.gpus, level, self._engine.background, job.t_compute
         )
 
+    def set_lease_floor(self, floor: float | None) -> None:
+        """Lazy leases: skip instants where only leases of jobs whose
+        efficiency cannot exceed ``floor`` expire (see ``Engine.set_lease_floor``)."""
+        self._engine.set_lease_floor(floor)
+
     def wake_at(self, t: float) -> None:
         """Ask for a decision point at ``t`` (e.g. when a delay timer fires)."""
         self._engine.wake_at(t)
