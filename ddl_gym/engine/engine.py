@@ -373,7 +373,9 @@ class Engine:
         elif shape.r > 1:
             share = self.perf.uplink_share
             if self.contention:
-                bw = min(share(self.background, len(self.uplink_jobs[r])) for r in job.racks)
+                # the share falls with the count: the busiest uplink's is the least
+                busiest = max(len(self.uplink_jobs[r]) for r in job.racks)
+                bw = share(self.background, busiest)
             else:
                 bw = share(self.background, 1)
             ar = self.perf.allreduce_time(job.model, shape, bw, self._uplink_alpha)
