@@ -143,6 +143,13 @@ class FreeIndex:
         new.rack_desc = list(self.rack_desc)
         return new
 
+    def largest(self) -> int:
+        """The most free GPUs on any one server."""
+        for f in range(self.G, 0, -1):
+            if self.by_free[f]:
+                return f
+        return 0
+
     def move(self, server: int, old: int, new: int) -> None:
         """Server ``server`` went from ``old`` to ``new`` free GPUs."""
         bucket = self.by_free[old]

@@ -136,6 +136,14 @@ class EngineView:
         """Cross-rack jobs now sharing the uplink of ``rack``."""
         return len(self._engine.uplink_jobs[rack])
 
+    def free_on(self, server: int) -> int:
+        """Free GPUs on one server (no copy of the whole list)."""
+        return self._engine.free[server]
+
+    def largest_server_free(self) -> int:
+        """The most free GPUs on any one server."""
+        return self._engine._free_index.largest()
+
     def free_index(self) -> FreeIndex:
         """A copy of the engine's packer index (its own copies of the free
         GPUs per server and rack) for dry-run placements: ``move`` servers'
