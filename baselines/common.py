@@ -88,21 +88,41 @@ def placement_on(
 
 
 def victims_for(
-    view: EngineView, job: Job, level: Level, candidates: Sequence[Job]
+    view: EngineView, job: Job, level: Level, candidates: Iterable[Job]
 ) -> list[Job] | None:
     """The fewest running ``candidates`` (taken from the front: pass them worst
     priority first) whose release lets ``job`` be placed within ``level``;
-    ``None`` if even all of them are not enough."""
+    ``None`` if even all of them are not enough. ``candidates`` is iterated
+    from the front (twice at most), never indexed, so a policy may pass a lazy
+    view of thousands of running jobs."""
     cluster = view.cluster
-    if job.gpus > view.total_free + sum(c.gpus for c in candidates):
-        return None
+    # even all candidates together cannot free enough GPUs: stop at once (the
+    # count stops as soon as it reaches enough, not at the end of the list)
+    need = job.gpus - view.total_free
+    if need > 0:
+        for c in candidates:
+            need -= c.gpus
+            if need <= 0:
+                break
+        else:
+            return None
     chosen: list[Job] = []
-    free = list(view.free_per_server)
+    # the free GPUs as victims release theirs, indexed like the engine's (one
+    # O(servers) copy, then each "does it fit now" is cheap)
+    S = cluster.servers_per_rack
+    index = view.free_index()
+    free = index.free
+    rack_free = index.rack_free
+    total = view.total_free
     for victim in candidates:
         chosen.append(victim)
         for server, g in victim.placement:
+            index.move(server, free[server], free[server] + g)
             free[server] += g
-        if fits(cluster, free, job.gpus, level):
+            rack_free[server // S] += g
+        total += victim.gpus
+        # too few GPUs in all: no placement (as ``fits`` would answer)
+        if total >= job.gpus and index.find(job.gpus, level) is not None:
             break
     else:
         return None
@@ -143,10 +163,23 @@ class PriorityPreemptive:
     def _order(self, view: EngineView, jobs: Iterable[Job]) -> list[tuple[Any, Job]]:
         return sorted(((self.key(view, j), j.index), j) for j in jobs)  # type: ignore[misc]
 
+    def _pending_order(self, view: EngineView) -> Iterable[tuple[Any, Job]]:
+        """The waiting jobs as ``_order`` sorts them (a policy may keep the
+        order incrementally)."""
+        return self._order(view, view.pending)
+
     def _running_order(self, view: EngineView) -> list[tuple[Any, Job]]:
         """The running jobs as ``_order`` sorts them (a policy may compute
         the same keys faster)."""
         return self._order(view, view.running)
+
+    def _worse_than(self, view: EngineView) -> Callable[[Any], Iterable[Job]]:
+        """A function of a priority key giving the running jobs of strictly
+        worse priority, worst first. Asked once per pass, when a waiting job
+        first does not fit (state is fixed during the pass); a policy may
+        answer from an incremental order instead of sorting every running job."""
+        running = self._running_order(view)
+        return lambda pkey: [j for rkey, j in reversed(running) if rkey > pkey]
 
     def key(self, view: EngineView, job: Job) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -157,9 +190,9 @@ class PriorityPreemptive:
     def schedule(self, view: EngineView) -> Action:
         if not view.pending:
             return WAIT
-        pending = self._order(view, view.pending)
+        pending = self._pending_order(view)
         # the running order is only needed once a waiting job does not fit
-        running: list[tuple[Any, Job]] | None = None
+        worse_than: Callable[[Any], Iterable[Job]] | None = None
         # A later (worse) job of the same size and level can neither fit where
         # this one did not nor find more victims: skip it (state is fixed
         # during the pass).
@@ -171,10 +204,9 @@ class PriorityPreemptive:
                 continue
             if job.gpus <= free and view.can_place(job, level):
                 return Place(job.index, level)
-            if running is None:
-                running = self._running_order(view)
-            worse = [j for rkey, j in reversed(running) if rkey > pkey]
-            victims = victims_for(view, job, level, worse) if worse else None
+            if worse_than is None:
+                worse_than = self._worse_than(view)
+            victims = victims_for(view, job, level, worse_than(pkey))
             if victims:
                 return Preempt(victims[0].index)
             failed.add((job.gpus, level))

@@ -46,12 +46,12 @@ section 1; written from that description, not from the authors' code.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddl_gym.engine import WAIT, Action, EngineView, Job, Preempt, Status, Wait
+from ddl_gym.engine import WAIT, Action, EngineView, Job, Preempt, Status
 from ddl_gym.engine.actions import Place
 from ddl_gym.perf import Level, shape_of
 
@@ -145,8 +145,21 @@ class DallyPolicy(BasePolicy):
     _timer_cache: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)
     _timer_cache_at: float = field(default=-math.inf, repr=False)
     _asked: dict[int, tuple[float, float, float]] = field(default_factory=dict, repr=False)
-    _sorted: list[tuple[float, float, int]] | None = field(default=None, repr=False)
-    _least: list[float] = field(default_factory=list, repr=False)
+    # the waiting jobs as sorted (efficiency, arrival, index): a waiting job's
+    # efficiency is frozen, so entries are inserted when a job joins the queue
+    # (arrival, this policy's preemption) and removed when it is placed;
+    # ``_entry`` maps index -> entry, ``_demand`` counts waiting jobs per GPU
+    # demand (the smallest demand bounds who can take a pool)
+    _sorted: list[tuple[float, float, int]] = field(default_factory=list, repr=False)
+    _entry: dict[int, tuple[float, float, int]] = field(default_factory=dict, repr=False)
+    _demand: dict[int, int] = field(default_factory=dict, repr=False)
+    _joining: list[int] = field(default_factory=list, repr=False)
+    _synced_instant: int = field(default=-1, repr=False)
+    # wake-up asks: jobs that joined the queue since the last ask, and per GPU
+    # demand the waiting jobs asked for and the timers they were asked with
+    _fresh: list[int] = field(default_factory=list, repr=False)
+    _asked_by_gpus: dict[int, dict[int, None]] = field(default_factory=dict, repr=False)
+    _timers_by_gpus: dict[int, tuple[float, float]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.tuner = AutoTuner(self.window_h)
@@ -166,20 +179,20 @@ class DallyPolicy(BasePolicy):
         self._planned_at = -math.inf
         self._timer_cache_at = -math.inf
         self._asked.clear()
-        self._sorted = None
+        self._sorted = []
+        self._entry.clear()
+        self._demand.clear()
+        self._joining.clear()
+        self._synced_instant = -1
+        self._fresh.clear()
+        self._asked_by_gpus.clear()
+        self._timers_by_gpus.clear()
 
     # -- layer 1 (+3): admission by delay timers --------------------------
     def timers(self, job: Job, now: float) -> tuple[float, float]:
         if not self.auto_tune:
             return self.rack_timer, self.network_timer
-        # the history changes only when a job is placed: cache per instant
-        if self._timer_cache_at != now:
-            self._timer_cache_at = now
-            self._timer_cache.clear()
-        timers = self._timer_cache.get(job.gpus)
-        if timers is None:
-            timers = self._timer_cache[job.gpus] = self.tuner.timers(job.gpus, now)
-        return timers
+        return self.tuner_timers(job.gpus, now)
 
     def allowed_level(self, view: EngineView, job: Job) -> Level:
         """The widest level the job accepts now."""
@@ -195,33 +208,110 @@ class DallyPolicy(BasePolicy):
         return Level.NETWORK
 
     def _ask_wakeups(self, view: EngineView) -> None:
-        for job in view.pending:
-            tight = size_level(view.cluster, job.gpus)
-            if tight == Level.NETWORK:
-                continue
-            rack_timer, network_timer = self.timers(job, view.now)
-            asked = (job.queued_since, rack_timer, network_timer)
-            if self._asked.get(job.index) == asked:
-                continue  # same timers since the same resource change: done
-            self._asked[job.index] = asked
-            fires = [network_timer] if tight == Level.RACK else [rack_timer, network_timer]
-            for timer in fires:
-                self._wake.at(view, job.queued_since + timer * self.lease_s)
+        """Ask for a wake-up when each waiting job's timers fire. A job's ask
+        changes only when it joins the queue or its demand's timers change
+        (auto-tuner), so only those jobs are looked at, not the whole queue
+        (asking again for the same time was a no-op)."""
+        todo, self._fresh = self._fresh, []
+        for index in todo:
+            job = view.job(index)
+            if job.status == Status.PENDING:
+                self._ask(view, job)
+        if self.auto_tune:
+            for gpus, members in self._asked_by_gpus.items():
+                timers = self.tuner_timers(gpus, view.now)
+                if timers == self._timers_by_gpus.get(gpus):
+                    continue
+                self._timers_by_gpus[gpus] = timers
+                for index in list(members):
+                    job = view.job(index)
+                    if job.status != Status.PENDING:
+                        del members[index]
+                    else:
+                        self._ask(view, job)
+
+    def tuner_timers(self, gpus: int, now: float) -> tuple[float, float]:
+        """The auto-tuner's timers for a demand of ``gpus`` GPUs; the history
+        changes only when a job is placed: cached per instant."""
+        if self._timer_cache_at != now:
+            self._timer_cache_at = now
+            self._timer_cache.clear()
+        timers = self._timer_cache.get(gpus)
+        if timers is None:
+            timers = self._timer_cache[gpus] = self.tuner.timers(gpus, now)
+        return timers
+
+    def _ask(self, view: EngineView, job: Job) -> None:
+        tight = size_level(view.cluster, job.gpus)
+        if tight == Level.NETWORK:
+            return
+        self._asked_by_gpus.setdefault(job.gpus, {})[job.index] = None
+        rack_timer, network_timer = self.timers(job, view.now)
+        asked = (job.queued_since, rack_timer, network_timer)
+        if self._asked.get(job.index) == asked:
+            return  # same timers since the same resource change: done
+        self._asked[job.index] = asked
+        fires = [network_timer] if tight == Level.RACK else [rack_timer, network_timer]
+        for timer in fires:
+            self._wake.at(view, job.queued_since + timer * self.lease_s)
 
     # -- layer 2: re-offer expired leases by efficiency ---------------------
     def _queue(self, view: EngineView) -> list[tuple[float, float, int]]:
-        """Waiting jobs as ``(efficiency, arrival, index)``, best first. A
-        waiting job's efficiency is frozen, and the queue changes only at
-        arrivals and by this policy's own actions, so it is cached (with the
-        running minimum of GPU demands along it, for a quick bound)."""
-        if self._sorted is None:
-            self._sorted = sorted((j.efficiency, j.arrival, j.index) for j in view.pending)
-            least = math.inf
-            self._least = []
-            for _, _, i in self._sorted:
-                least = min(least, view.job(i).gpus)
-                self._least.append(least)
+        """Waiting jobs as ``(efficiency, arrival, index)``, best first (kept
+        up to date by ``_sync``)."""
         return self._sorted
+
+    def _enqueue(self, job: Job) -> None:
+        if job.index in self._entry:
+            return
+        entry = (job.efficiency, job.arrival, job.index)
+        self._entry[job.index] = entry
+        insort(self._sorted, entry)
+        self._demand[job.gpus] = self._demand.get(job.gpus, 0) + 1
+        self._fresh.append(job.index)
+
+    def _dequeue(self, job: Job) -> None:
+        entry = self._entry.pop(job.index, None)
+        if entry is None:
+            return
+        del self._sorted[bisect_left(self._sorted, entry)]
+        if self._demand[job.gpus] == 1:
+            del self._demand[job.gpus]
+        else:
+            self._demand[job.gpus] -= 1
+
+    def _sync(self, view: EngineView) -> None:
+        """The queue's changes since the last call: this instant's arrivals
+        and the jobs this policy preempted (``run_policy`` calls ``act`` at
+        every instant and after every action). Rebuilt if the count disagrees."""
+        if self._synced_instant != view.instant:
+            self._synced_instant = view.instant
+            for kind, index in view.events:
+                if kind == "arrival":
+                    self._enqueue(view.job(index))
+        for index in self._joining:
+            job = view.job(index)
+            if job.status == Status.PENDING:
+                self._enqueue(job)
+        self._joining.clear()
+        if len(self._sorted) != len(view.pending):
+            for job in list(view.job(e[2]) for e in self._sorted):
+                self._dequeue(job)
+            for job in view.pending:
+                self._enqueue(job)
+
+    def _least(self, queue: list[tuple[float, float, int]], n: int, view: EngineView) -> int:
+        """The smallest GPU demand among the first ``n`` waiting jobs."""
+        smallest = min(self._demand)  # no job asks fewer: stop there
+        least = math.inf
+        jobs = view.jobs
+        for i in range(n):
+            gpus = jobs[queue[i][2]].gpus
+            if gpus < least:
+                least = gpus
+                if least == smallest:
+                    break
+        return least
 
     def _reoffer(self, view: EngineView) -> list[int]:
         """Expired-lease jobs that lose their GPUs in the re-offer."""
@@ -234,14 +324,14 @@ class DallyPolicy(BasePolicy):
             return []
         queue = self._queue(view)
         pool_total = view.total_free + sum(j.gpus for j in expired)
-        if self._least[-1] > pool_total:
+        if min(self._demand) > pool_total:
             return []  # not even the smallest waiting job fits the whole pool
         margin = self.margin
         offered = sorted((view.efficiency(j), j.arrival, j.index, j) for j in expired)
         n_challengers = bisect_left(queue, (offered[-1][0] - margin, -math.inf, -1))
         if not n_challengers:
             return []
-        if self._least[n_challengers - 1] > pool_total:
+        if self._least(queue, n_challengers, view) > pool_total:
             return []  # no challenger fits even the whole pool
         cluster = view.cluster
         pool = free_after(view, expired)
@@ -275,9 +365,20 @@ class DallyPolicy(BasePolicy):
 
     # -- the policy ---------------------------------------------------------
     def act(self, view: EngineView) -> Action:
+        self._sync(view)
         action = self._decide(view)
-        if not isinstance(action, Wait):
-            self._sorted = None  # the queue changes
+        if isinstance(action, Place):
+            self._dequeue(view.job(action.job))
+        elif isinstance(action, Preempt):
+            self._joining.append(action.job)  # queued once the engine stops it
+        elif self.preempt and view.pending:
+            # The instant ends with this queue. A lease expiry alone can only
+            # matter if some expired job is less efficient than the best
+            # waiting job by more than ``margin`` (else the re-offer has no
+            # challenger, nobody loses, and the instant is a WAIT with no side
+            # effect): tell the engine (1e-9 below, for rounding) so that
+            # other expiries make no decision point.
+            view.set_lease_floor(self._queue(view)[0][0] + self.margin - 1e-9)
         return action
 
     def _decide(self, view: EngineView) -> Action:
@@ -288,8 +389,6 @@ class DallyPolicy(BasePolicy):
             self._planned_at = view.now
             self._losers = []
             events = view.events
-            if any(kind == "arrival" for kind, _ in events):
-                self._sorted = None
             if self.preempt and view.lease_expired:
                 self._losers = self._reoffer(view)
                 # Nothing but leases expired and nobody lost: resources are as
@@ -303,8 +402,11 @@ class DallyPolicy(BasePolicy):
                 return Preempt(job.index)
         free = view.total_free
         failed: set[tuple[int, Level]] = set()  # state is fixed during the pass
-        for _, _, index in self._queue(view):
-            job = view.job(index)
+        jobs = view.jobs
+        # no waiting job fits the free GPUs: the pass would skip every one
+        queue = self._queue(view) if min(self._demand) <= free else ()
+        for _, _, index in queue:
+            job = jobs[index]
             if job.gpus > free:
                 continue
             level = self.allowed_level(view, job)

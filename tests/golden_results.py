@@ -127,8 +127,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--check", action="store_true", help="compare instead of writing")
     ap.add_argument("--workload", choices=list(WORKLOADS), help="only this workload")
+    ap.add_argument("--policies", help="only these policies (comma-separated)")
+    ap.add_argument("--congestion", help="only these congestion levels (comma-separated)")
     args = ap.parse_args(argv)
     todo = cells({args.workload: WORKLOADS[args.workload]} if args.workload else WORKLOADS)
+    if args.policies:
+        todo = [c for c in todo if c[2] in args.policies.split(",")]
+    if args.congestion:
+        todo = [c for c in todo if c[1] in args.congestion.split(",")]
+    if args.policies or args.congestion:
+        if args.check is False:
+            ap.error("--policies/--congestion only with --check (the file holds every cell)")
     golden = load_golden() if GOLDEN.exists() else {}
     bad = 0
     for cell in todo:

@@ -16,7 +16,7 @@ from ddl_gym.engine import (
     Status,
     simulate,
 )
-from ddl_gym.engine.packer import find_placement
+from ddl_gym.engine.packer import FreeIndex, find_placement
 from ddl_gym.perf import Level
 from ddl_gym.profiles import get_profile
 from ddl_gym.topology import Cluster, Fabric, Link
@@ -141,6 +141,41 @@ def test_packer_best_fit_and_levels():
     assert find_placement(free, rack_free, 2, 4, 7, Level.RACK) is None
     assert find_placement(free, rack_free, 2, 4, 7, Level.NETWORK) == [(2, 4), (3, 2), (1, 1)]
     assert find_placement(free, rack_free, 2, 4, 11, Level.NETWORK) is None
+
+
+def test_free_index_gives_the_packers_placement():
+    """``FreeIndex.find`` (the engine's indexed packer) answers exactly as the
+    scanning reference ``find_placement`` on random allocate/release sequences,
+    for every size and level, including racks and the several-rack case."""
+    import random
+
+    rng = random.Random(7)
+    for racks, S, G in ((3, 4, 8), (2, 2, 4), (5, 3, 2)):
+        free = [G] * (racks * S)
+        rack_free = [S * G] * racks
+        index = FreeIndex(free, rack_free, S, G)
+        held: list[list[tuple[int, int]]] = []
+        for _ in range(400):
+            if held and rng.random() < 0.45:
+                for server, g in held.pop(rng.randrange(len(held))):
+                    index.move(server, free[server], free[server] + g)
+                    free[server] += g
+                    rack_free[server // S] += g
+                continue
+            for gpus in range(1, racks * S * G + 1):
+                for level in Level:
+                    want = find_placement(list(free), list(rack_free), S, G, gpus, level)
+                    got = index.find(gpus, level) if gpus <= sum(free) else None
+                    assert got == want, (free, gpus, level)
+            gpus = rng.choice([1, 1, 2, 3, G, G + 1, 2 * G, S * G + 1])
+            placement = index.find(gpus, Level.NETWORK) if gpus <= sum(free) else None
+            if placement is not None:
+                for server, g in placement:
+                    index.move(server, free[server], free[server] - g)
+                    free[server] -= g
+                    rack_free[server // S] -= g
+                held.append(placement)
+        assert sorted(s for b in index.by_free for s in b) == list(range(racks * S))
 
 
 def test_invalid_actions_change_nothing():

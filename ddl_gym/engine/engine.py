@@ -33,7 +33,7 @@ from ddl_gym.engine.actions import Action, InvalidAction, Place, Preempt, Wait
 from ddl_gym.engine.job import Job, Status
 from ddl_gym.engine.leases import LazyLeases
 from ddl_gym.engine.metrics import Result, build_result
-from ddl_gym.engine.packer import find_placement
+from ddl_gym.engine.packer import FreeIndex
 from ddl_gym.perf import Level, PerfModel, shape_of
 from ddl_gym.profiles import get_profile
 from ddl_gym.topology import Cluster, Congestion, get_cluster, get_congestion
@@ -167,6 +167,10 @@ class Engine:
         self.free = [c.gpus_per_server] * c.num_servers
         self.rack_free = [c.gpus_per_rack] * c.racks
         self.total_free = c.num_gpus
+        # the packer's index over ``free``/``rack_free`` (kept in step by _start/_stop)
+        self._free_index = FreeIndex(
+            self.free, self.rack_free, c.servers_per_rack, c.gpus_per_server
+        )
         self.uplink_jobs: list[set[int]] = [set() for _ in range(c.racks)]
         self.pending: list[Job] = []  # ordered by (arrival, index)
         self._pending_keys: list[tuple[float, int]] = []
@@ -369,7 +373,9 @@ class Engine:
         elif shape.r > 1:
             share = self.perf.uplink_share
             if self.contention:
-                bw = min(share(self.background, len(self.uplink_jobs[r])) for r in job.racks)
+                # the share falls with the count: the busiest uplink's is the least
+                busiest = max(len(self.uplink_jobs[r]) for r in job.racks)
+                bw = share(self.background, busiest)
             else:
                 bw = share(self.background, 1)
             ar = self.perf.allreduce_time(job.model, shape, bw, self._uplink_alpha)
@@ -382,6 +388,8 @@ class Engine:
         job.exposed = exposed
         job.t_iter = job.t_compute * job.straggle + exposed
         job.rate = job.gpus / job.t_iter
+        if self._lazy is not None:
+            self._lazy.set_bound(job.index, self._efficiency_bound(job))
         job.version += 1
         begin = max(self.now, job.busy_until)
         finish = begin + (job.iterations - job.progress) / job.rate
@@ -392,6 +400,30 @@ class Engine:
 
         counts = compact_counts(job.placement, self.cluster.servers_per_rack, SEED_GPUS_PER_SLOT)
         return self.seed_table.slowdown(job.model, *counts)
+
+    @staticmethod
+    def _efficiency_bound(job: Job) -> float:
+        """A bound on ``efficiency(job)`` until the job's next re-rate (its
+        accounting settled to now): from here compute and exposed
+        communication grow in the fixed ratio ``t_compute : exposed``, so the
+        time-average moves monotonically from its value now towards
+        ``t_compute / (t_compute + exposed)`` and never passes the larger of
+        the two (plus 1e-9 for rounding)."""
+        busy = job.compute_time + job.comm_time
+        now = job.compute_time / busy if busy > 0 else 0.0
+        per_iter = job.t_compute + job.exposed
+        limit = job.t_compute / per_iter if per_iter > 0 else 0.0
+        return max(now, limit) + 1e-9
+
+    def set_lease_floor(self, floor: float | None) -> None:
+        """Lazy leases: until changed, an instant where only leases expire is
+        made only if some expiring job's efficiency may exceed ``floor``
+        (None: any expiry while a job waits). For a policy that re-offers an
+        expired lease only to a less efficient waiting job (Dally); expiries
+        at instants made by other events are all reported. Ignored without
+        lazy leases."""
+        if self._lazy is not None:
+            self._lazy.set_floor(floor)
 
     def _rerate_uplinks(self, racks: Sequence[int], skip: int = -1) -> None:
         affected: set[int] = set()
@@ -419,12 +451,9 @@ class Engine:
 
     # -- actions -----------------------------------------------------------
     def placement_for(self, job: Job, level: Level) -> list[tuple[int, int]] | None:
-        c = self.cluster
         if job.gpus > self.total_free:
             return None
-        return find_placement(
-            self.free, self.rack_free, c.servers_per_rack, c.gpus_per_server, job.gpus, level
-        )
+        return self._free_index.find(job.gpus, level)
 
     def _why_not_place(self, index: int, level) -> tuple[str | None, list | None]:
         """(reason it is invalid or None, the placement it would get)."""
@@ -490,8 +519,11 @@ class Engine:
         c = self.cluster
         now = self.now
         S = c.servers_per_rack
+        free = self.free
+        move = self._free_index.move
         for server, g in placement:
-            self.free[server] -= g
+            move(server, free[server], free[server] - g)
+            free[server] -= g
             self.rack_free[server // S] -= g
         self.total_free -= job.gpus
         self._dequeue(job)
@@ -527,8 +559,11 @@ class Engine:
     def _stop(self, job: Job) -> None:
         self._settle(job)
         S = self.cluster.servers_per_rack
+        free = self.free
+        move = self._free_index.move
         for server, g in job.placement:
-            self.free[server] += g
+            move(server, free[server], free[server] + g)
+            free[server] += g
             self.rack_free[server // S] += g
         self.total_free += job.gpus
         held = self.now - job.started_at

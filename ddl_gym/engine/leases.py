@@ -19,6 +19,16 @@ and reproduces the eager boundaries bit for bit:
   boundary falls exactly on that instant are found through their *phase*
   (boundary modulo ``L``, in buckets of 2**-20 s), not by rolling every
   running job.
+
+An *interest floor* (``set_floor``) goes further for a policy that acts on an
+expiry only if some expiring job's placement efficiency exceeds a threshold
+(Dally re-offers an expired lease only to a waiting job less efficient by a
+margin): the engine gives each running job a bound on its efficiency until
+its next re-rate (``set_bound``), and a job whose bound is at or below the
+floor is *parked* (off the boundary heap, on a heap by bound) so its expiries
+alone make no decision point. Lowering the floor or re-rating a job brings it
+back. Expiries at instants that happen anyway are still all reported
+(``expire_at`` goes by phase, parked or not).
 """
 
 from __future__ import annotations
@@ -26,7 +36,7 @@ from __future__ import annotations
 import heapq
 import math
 
-from ddl_gym.engine.job import Job, Status
+from ddl_gym.engine.job import Job
 
 # Phase buckets: 2**-20 s (about 1 us) is far wider than the rounding drift of
 # a boundary sequence (a few ulps of the largest time) and exact to scale by.
@@ -72,7 +82,9 @@ class LazyLeases:
     """Lease boundaries of the running jobs, rolled forward only on demand.
 
     ``at[j]`` is the latest boundary of job ``j`` known so far (exact); heap
-    entries ``(b, seq, j, version)`` are lower bounds of the next one.
+    entries ``(b, seq, j, token)`` are lower bounds of the next one. A job's
+    ``token`` changes whenever it gets a new entry (start, re-rate, unpark),
+    so older entries of it, on either heap, are stale.
     """
 
     def __init__(self, lease_s: float) -> None:
@@ -83,6 +95,33 @@ class LazyLeases:
         self._phase: dict[int, set[int]] = {}
         self._phase_of: dict[int, int] = {}
         self._n_phases = math.ceil(lease_s * _BUCKETS_PER_S)
+        self.floor: float | None = None  # None: every expiry interests the policy
+        self.bound: dict[int, float] = {}  # efficiency bound until the next re-rate
+        self._token: dict[int, int] = {}
+        self._parked: list[tuple[float, int, int, int]] = []  # (-bound, seq, j, token)
+
+    def _push(self, j: int, b: float) -> None:
+        """A fresh boundary-heap entry for ``j`` (its older entries go stale)."""
+        self._seq += 1
+        self._token[j] = self._seq
+        heapq.heappush(self._heap, (b, self._seq, j, self._seq))
+
+    def set_bound(self, j: int, bound: float) -> None:
+        """Job ``j``'s efficiency stays at or below ``bound`` until its next
+        re-rate. A running job gets a fresh heap entry (it may be parked)."""
+        self.bound[j] = bound
+        if j in self.at:
+            self._push(j, self.at[j])
+
+    def set_floor(self, floor: float | None) -> None:
+        """Only jobs whose bound exceeds ``floor`` make lease instants (None:
+        all). Parked jobs above a lowered floor go back on the boundary heap."""
+        self.floor = floor
+        parked = self._parked
+        while parked and (floor is None or -parked[0][0] > floor):
+            _, _, j, token = heapq.heappop(parked)
+            if self._token.get(j) == token and j in self.at:
+                self._push(j, self.at[j])
 
     def _bucket(self, t: float) -> int:
         return int(math.fmod(t, self.lease_s) * _BUCKETS_PER_S)
@@ -92,8 +131,7 @@ class LazyLeases:
         j = job.index
         b = _step(now, self.lease_s)
         self.at[j] = b
-        self._seq += 1
-        heapq.heappush(self._heap, (b, self._seq, j, job.lease_version))
+        self._push(j, b)
         q = self._bucket(b)
         self._phase_of[j] = q
         self._phase.setdefault(q, set()).add(j)
@@ -102,6 +140,7 @@ class LazyLeases:
         """The job stopped running (its heap entry goes stale by version)."""
         j = job.index
         self.at.pop(j, None)
+        self._token.pop(j, None)  # its entries go stale
         q = self._phase_of.pop(j, None)
         if q is not None:
             members = self._phase[q]
@@ -113,18 +152,24 @@ class LazyLeases:
         """The earliest boundary ``> now`` of any running job (None: none)."""
         heap = self._heap
         L = self.lease_s
+        floor = self.floor
+        token_of = self._token
         while heap:
-            b, seq, j, version = heap[0]
-            job = jobs[j]
-            if job.status != Status.RUNNING or version != job.lease_version:
+            b, seq, j, token = heap[0]
+            if token_of.get(j) != token:
+                heapq.heappop(heap)  # stopped, or a newer entry exists
+                continue
+            if floor is not None and self.bound.get(j, math.inf) <= floor:
+                # its expiries cannot interest the policy: park it by bound
                 heapq.heappop(heap)
+                heapq.heappush(self._parked, (-self.bound[j], seq, j, token))
                 continue
             true = self.at[j]
             if true <= now:
                 true = self.at[j] = roll(true, L, now, strict=True)
             if true == b:
                 return b
-            heapq.heapreplace(heap, (true, seq, j, version))
+            heapq.heapreplace(heap, (true, seq, j, token))
         return None
 
     def expire_at(self, t: float, jobs: list[Job]) -> list[Job]:

@@ -14,9 +14,18 @@ placement of ``gpus`` GPUs whose span is at most ``level``, as a list of
    most free GPUs), each filled as in 2.
 
 Ties always go to the lowest index, so the same state gives the same answer.
+
+``FreeIndex`` keeps the engine's free GPUs indexed (servers bucketed by free
+count, each rack's free counts kept sorted) so that ``FreeIndex.find`` gives
+exactly ``find_placement``'s answer without scanning every server: at 4,096
+GPUs (512 servers) the scan dominated a FIFO run. ``find_placement`` stays the
+reference, and serves policies that dry-run placements on copies of the
+free counts.
 """
 
 from __future__ import annotations
+
+from bisect import bisect_left, insort
 
 from ddl_gym.perf import Level
 
@@ -93,3 +102,97 @@ def find_placement(
         if need == 0:
             return placement
     raise AssertionError("racks do not hold enough free GPUs")
+
+
+class FreeIndex:
+    """The engine's free GPUs per server, indexed for ``find_placement``.
+
+    * ``by_free[f]``: the servers with exactly ``f`` free GPUs, ascending. The
+      best-fit server of step 1 is the first server of the first non-empty
+      bucket at or above the job's size (lowest index among the tightest).
+    * ``rack_desc[r]``: rack ``r``'s free counts sorted descending, rebuilt
+      lazily after a change (``None`` until then); step 2 needs it for every
+      rack that holds enough GPUs.
+
+    The engine calls ``move`` whenever a server's free count changes; the
+    lists ``free`` and ``rack_free`` stay the engine's own (shared, not copied).
+    """
+
+    def __init__(
+        self, free: list[int], rack_free: list[int], servers_per_rack: int, gpus_per_server: int
+    ) -> None:
+        self.free = free
+        self.rack_free = rack_free
+        self.S = servers_per_rack
+        self.G = gpus_per_server
+        self.by_free: list[list[int]] = [[] for _ in range(gpus_per_server + 1)]
+        for s, f in enumerate(free):
+            self.by_free[f].append(s)
+        self.rack_desc: list[list[int] | None] = [None] * len(rack_free)
+
+    def copy(self) -> FreeIndex:
+        """An independent index over copies of ``free`` and ``rack_free`` (for
+        dry runs: much cheaper than indexing the copies from scratch)."""
+        new = FreeIndex.__new__(FreeIndex)
+        new.free = list(self.free)
+        new.rack_free = list(self.rack_free)
+        new.S = self.S
+        new.G = self.G
+        new.by_free = [list(b) for b in self.by_free]
+        # the cached sorted lists are replaced on change, never edited: share them
+        new.rack_desc = list(self.rack_desc)
+        return new
+
+    def largest(self) -> int:
+        """The most free GPUs on any one server."""
+        for f in range(self.G, 0, -1):
+            if self.by_free[f]:
+                return f
+        return 0
+
+    def move(self, server: int, old: int, new: int) -> None:
+        """Server ``server`` went from ``old`` to ``new`` free GPUs."""
+        bucket = self.by_free[old]
+        del bucket[bisect_left(bucket, server)]
+        insort(self.by_free[new], server)
+        self.rack_desc[server // self.S] = None
+
+    def _servers_needed(self, r: int, gpus: int) -> int:
+        """``_servers_needed`` of rack ``r``, from its cached sorted counts."""
+        desc = self.rack_desc[r]
+        if desc is None:
+            S = self.S
+            desc = self.rack_desc[r] = sorted(self.free[r * S : (r + 1) * S], reverse=True)
+        need = gpus
+        for count, f in enumerate(desc, start=1):
+            need -= f
+            if need <= 0:
+                return count
+        return 1 << 30
+
+    def find(self, gpus: int, level: Level) -> list[tuple[int, int]] | None:
+        """Exactly ``find_placement(free, rack_free, S, G, gpus, level)``."""
+        if gpus <= self.G:
+            by_free = self.by_free
+            for f in range(gpus, self.G + 1):
+                if by_free[f]:
+                    return [(by_free[f][0], gpus)]
+        if level == Level.MACHINE:
+            return None
+        S = self.S
+        free = self.free
+        rack_free = self.rack_free
+        best_rack = None
+        best_key = None
+        for r, rf in enumerate(rack_free):
+            if rf < gpus:
+                continue
+            key = (self._servers_needed(r, gpus), rf - gpus, r)
+            if best_key is None or key < best_key:
+                best_rack, best_key = r, key
+        if best_rack is not None:
+            return _fill(free, range(best_rack * S, (best_rack + 1) * S), gpus)
+        if level == Level.RACK:
+            return None
+        # several racks: rare (a job larger than any rack's free GPUs)
+        return find_placement(free, rack_free, S, self.G, gpus, level)

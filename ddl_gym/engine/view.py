@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from ddl_gym.engine.engine import Engine
 from ddl_gym.engine.job import Job, Status
+from ddl_gym.engine.packer import FreeIndex
 from ddl_gym.perf import Level, PerfModel
 from ddl_gym.topology import Cluster
 
@@ -87,6 +88,13 @@ class EngineView:
         return tuple(self._engine.lease_expired)
 
     @property
+    def instant(self) -> int:
+        """Number of the current decision point (counts up by one per instant;
+        a policy that keeps state per instant can tell instants apart with it,
+        even two at the same time)."""
+        return self._engine.instant
+
+    @property
     def events(self) -> Sequence[tuple[str, int]]:
         """What happened at this instant: ``(kind, job index or -1)``."""
         return tuple(self._engine.events_now)
@@ -128,6 +136,20 @@ class EngineView:
         """Cross-rack jobs now sharing the uplink of ``rack``."""
         return len(self._engine.uplink_jobs[rack])
 
+    def free_on(self, server: int) -> int:
+        """Free GPUs on one server (no copy of the whole list)."""
+        return self._engine.free[server]
+
+    def largest_server_free(self) -> int:
+        """The most free GPUs on any one server."""
+        return self._engine._free_index.largest()
+
+    def free_index(self) -> FreeIndex:
+        """A copy of the engine's packer index (its own copies of the free
+        GPUs per server and rack) for dry-run placements: ``move`` servers'
+        counts on it and ``find`` answers as the engine's packer would."""
+        return self._engine._free_index.copy()
+
     def can_place(self, job: Job, level: Level) -> bool:
         return job.status == Status.PENDING and self._engine.placement_for(job, level) is not None
 
@@ -141,6 +163,11 @@ class EngineView:
         return self._engine.perf.slowdown(
             job.model, job.gpus, level, self._engine.background, job.t_compute
         )
+
+    def set_lease_floor(self, floor: float | None) -> None:
+        """Lazy leases: skip instants where only leases of jobs whose
+        efficiency cannot exceed ``floor`` expire (see ``Engine.set_lease_floor``)."""
+        self._engine.set_lease_floor(floor)
 
     def wake_at(self, t: float) -> None:
         """Ask for a decision point at ``t`` (e.g. when a delay timer fires)."""
