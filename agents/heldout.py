@@ -103,6 +103,20 @@ class CountingPolicy:
         return action
 
 
+def levers_off(policy: Any) -> Any:
+    """An inference-time lever ablation of a loaded set agent: no preemption
+    (budget 0, the preempt logits masked) and no ticks (WAIT lasts until the
+    next arrival or completion, so it cannot express a delay)."""
+    from ddl_gym.env.set_observation import SetObsConfig
+
+    env = policy.config.env
+    env.preempt_budget = 0
+    env.tick_s = None
+    policy._set_cfg = SetObsConfig(K=env.K, M=env.M, clairvoyant=False, preempt_budget=0)
+    policy.name += "-levers-off"
+    return policy
+
+
 def run_case(
     name: str, factory: Callable[[], Any], case: Case, cluster: Any, congestion: Any, oracle: bool
 ) -> dict[str, Any]:
@@ -212,6 +226,16 @@ def markdown(table: pd.DataFrame, oracle: set[str]) -> str:
     return "\n".join(lines)
 
 
+def clairvoyance_line(oracles: Sequence[str]) -> str:
+    """The explicit statement every table carries: who saw true job sizes."""
+    if not oracles:
+        return "Clairvoyant: no policy (no row sees job sizes or remaining work)."
+    return (
+        f"Clairvoyant: only {', '.join(oracles)}, labelled (oracle): they read true job sizes; "
+        "the agents and every other heuristic are non-clairvoyant."
+    )
+
+
 def histogram(df: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
     """Shares of decisions per kind (delay, place per level, preempt), summed
     over all cases, for the policy families in ``names``."""
@@ -249,6 +273,11 @@ def main(argv: list[str] | None = None) -> None:
         metavar="NAME=ZIP[,ZIP...]",
         help="an agent family and its models (one per training seed); repeatable",
     )
+    ap.add_argument(
+        "--levers-off",
+        action="store_true",
+        help="also run each agent with preempt budget 0 and no ticks (NAME-levers-off)",
+    )
     ap.add_argument("--cache", type=Path, help="CSV of finished runs (reused, appended)")
     ap.add_argument("--windows", type=int, default=3, help="Philly test windows")
     ap.add_argument("--quick", action="store_true", help="first case only, 3 heuristics")
@@ -281,6 +310,9 @@ def main(argv: list[str] | None = None) -> None:
         for i, p in enumerate(paths.split(",")):
             key = name if "[" in name else f"{name}[s{i}]"  # "set[s1]=...": one seed
             policies[key] = ((lambda p=p: load_policy(p)), False)
+            if args.levers_off:
+                off = key.replace("[", "-levers-off[", 1)
+                policies[off] = ((lambda p=p: levers_off(load_policy(p))), False)
     run_policies = dict(policies)
     for h in heuristics:
         policies[h] = ((lambda h=h: make_policy(h)), False)
@@ -289,6 +321,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.skip_heuristics:
         run_policies = policies
     print(f"{len(cases)} cases on {cfg.env.cluster}, congestion {cfg.env.congestion}:")
+    print(clairvoyance_line(oracles))
     for c in cases:
         print(f"  {c.group:6s} {c.name} ({len(c.trace)} jobs)")
     if args.cache is None:
@@ -305,6 +338,7 @@ def main(argv: list[str] | None = None) -> None:
         if (df["group"] == group).any():
             print(f"\n### {title}\n")
             print("cases: " + ", ".join(common_cases(df, group)) + "\n")
+            print(clairvoyance_line(oracles) + "\n")
             print(markdown(summary_table(df, group), set(oracles)))
     families = list(dict.fromkeys(a.partition("=")[0].split("[")[0] for a in args.agent))
     families += ["dally", "dally-1-2", "dally-delay", "gandiva", "tiresias"]
