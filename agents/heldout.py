@@ -117,6 +117,25 @@ def levers_off(policy: Any) -> Any:
     return policy
 
 
+def select_on_validation(cfg: Any, models: Sequence[str], congestion: Any = None) -> pd.Series:
+    """Mean JCT of each model on the whole validation traces
+    (``split.val_traces``, never trained on): the same cases for every
+    seed, unlike each run's own validation windows (drawn with its seed), so
+    the shipped model can be chosen across seeds without touching a test
+    case."""
+    from ddl_gym.agents.policy import load_policy
+
+    cases = [Case("val", t.name, t) for t in resolve_traces(cfg.split.val_traces)]
+    congestion = cfg.env.congestion if congestion is None else congestion
+    rows = []
+    for m in models:
+        for case in cases:
+            row = run_case(m, lambda m=m: load_policy(m), case, cfg.env.cluster, congestion, False)
+            rows.append(row)
+    jct = pd.DataFrame(rows).groupby("policy", sort=False)["mean_jct_s"].mean()
+    return (jct / 3600.0).rename("val mean JCT (h)")
+
+
 def run_case(
     name: str, factory: Callable[[], Any], case: Case, cluster: Any, congestion: Any, oracle: bool
 ) -> dict[str, Any]:
@@ -278,6 +297,12 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="also run each agent with preempt budget 0 and no ticks (NAME-levers-off)",
     )
+    ap.add_argument(
+        "--select",
+        nargs="+",
+        metavar="ZIP",
+        help="only rank these models on the whole validation traces (model selection)",
+    )
     ap.add_argument("--cache", type=Path, help="CSV of finished runs (reused, appended)")
     ap.add_argument("--windows", type=int, default=3, help="Philly test windows")
     ap.add_argument("--quick", action="store_true", help="first case only, 3 heuristics")
@@ -297,6 +322,11 @@ def main(argv: list[str] | None = None) -> None:
         print(f"learning curve of {run}:")
         print(learning_curve(run).to_string(index=False))
     cfg = TrainConfig.load(args.config)
+    if args.select:
+        ranked = select_on_validation(cfg, args.select).sort_values()
+        print(ranked.to_string())
+        print(f"best on validation: {ranked.index[0]}")
+        return
     cases = heldout_cases(cfg, n_windows=args.windows)
     if args.only:
         cases = [c for c in cases if args.only in c.name]

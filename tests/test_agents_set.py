@@ -288,3 +288,16 @@ def test_behaviour_cloning_imitates_the_teacher_and_ppo_must_beat_it(tmp_path):
     assert best == tmp_path / "best" / "best_model.zip" and best.is_file()
     stats = json.loads((tmp_path / "stats.json").read_text())
     assert stats["bc_validation"] == report["validation"]
+
+
+def test_levers_off_ablation_never_preempts_and_has_no_ticks():
+    from ddl_gym.agents import load_policy
+    from ddl_gym.agents.heldout import levers_off
+
+    from ddl_gym.engine import simulate
+
+    agent = levers_off(load_policy())
+    assert agent.engine_kwargs()["tick_s"] is None
+    result = simulate(long_trace(n=40), "seed64", agent, congestion="heavy")
+    assert result.summary["preemptions"] == 0
+    assert result.summary["completed"] == 40
