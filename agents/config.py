@@ -100,10 +100,26 @@ class PPOConfig:
 
 
 @dataclass
+class BCConfig:
+    """Behaviour-cloning warm start (``agents.bc``): imitate ``teacher`` on
+    the training windows before PPO. Empty ``teacher``: off (PPO from
+    scratch). With ``total_timesteps = 0`` the run is "BC only"."""
+
+    teacher: str = ""  # a baseline name, e.g. "gandiva", "tiresias"
+    samples: int = 30_000  # labelled teacher decisions
+    max_episode_steps: int = 4_000  # per collected episode (whole traces are long)
+    epochs: int = 8
+    batch_size: int = 256
+    learning_rate: float = 1e-3
+    value_coef: float = 0.5
+
+
+@dataclass
 class TrainConfig:
     env: EnvConfig = field(default_factory=EnvConfig)
     split: SplitConfig = field(default_factory=SplitConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
+    bc: BCConfig = field(default_factory=BCConfig)
     total_timesteps: int = 300_000
     seed: int = 0
     n_envs: int = 2  # one per core

@@ -103,6 +103,39 @@ class CountingPolicy:
         return action
 
 
+def levers_off(policy: Any) -> Any:
+    """An inference-time lever ablation of a loaded set agent: no preemption
+    (budget 0, the preempt logits masked) and no ticks (WAIT lasts until the
+    next arrival or completion, so it cannot express a delay)."""
+    from ddl_gym.env.set_observation import SetObsConfig
+
+    env = policy.config.env
+    env.preempt_budget = 0
+    env.tick_s = None
+    policy._set_cfg = SetObsConfig(K=env.K, M=env.M, clairvoyant=False, preempt_budget=0)
+    policy.name += "-levers-off"
+    return policy
+
+
+def select_on_validation(cfg: Any, models: Sequence[str], congestion: Any = None) -> pd.Series:
+    """Mean JCT of each model on the whole validation traces
+    (``split.val_traces``, never trained on): the same cases for every
+    seed, unlike each run's own validation windows (drawn with its seed), so
+    the shipped model can be chosen across seeds without touching a test
+    case."""
+    from ddl_gym.agents.policy import load_policy
+
+    cases = [Case("val", t.name, t) for t in resolve_traces(cfg.split.val_traces)]
+    congestion = cfg.env.congestion if congestion is None else congestion
+    rows = []
+    for m in models:
+        for case in cases:
+            row = run_case(m, lambda m=m: load_policy(m), case, cfg.env.cluster, congestion, False)
+            rows.append(row)
+    jct = pd.DataFrame(rows).groupby("policy", sort=False)["mean_jct_s"].mean()
+    return (jct / 3600.0).rename("val mean JCT (h)")
+
+
 def run_case(
     name: str, factory: Callable[[], Any], case: Case, cluster: Any, congestion: Any, oracle: bool
 ) -> dict[str, Any]:
@@ -212,6 +245,16 @@ def markdown(table: pd.DataFrame, oracle: set[str]) -> str:
     return "\n".join(lines)
 
 
+def clairvoyance_line(oracles: Sequence[str]) -> str:
+    """The explicit statement every table carries: who saw true job sizes."""
+    if not oracles:
+        return "Clairvoyant: no policy (no row sees job sizes or remaining work)."
+    return (
+        f"Clairvoyant: only {', '.join(oracles)}, labelled (oracle): they read true job sizes; "
+        "the agents and every other heuristic are non-clairvoyant."
+    )
+
+
 def histogram(df: pd.DataFrame, names: Sequence[str]) -> pd.DataFrame:
     """Shares of decisions per kind (delay, place per level, preempt), summed
     over all cases, for the policy families in ``names``."""
@@ -249,6 +292,17 @@ def main(argv: list[str] | None = None) -> None:
         metavar="NAME=ZIP[,ZIP...]",
         help="an agent family and its models (one per training seed); repeatable",
     )
+    ap.add_argument(
+        "--levers-off",
+        action="store_true",
+        help="also run each agent with preempt budget 0 and no ticks (NAME-levers-off)",
+    )
+    ap.add_argument(
+        "--select",
+        nargs="+",
+        metavar="ZIP",
+        help="only rank these models on the whole validation traces (model selection)",
+    )
     ap.add_argument("--cache", type=Path, help="CSV of finished runs (reused, appended)")
     ap.add_argument("--windows", type=int, default=3, help="Philly test windows")
     ap.add_argument("--quick", action="store_true", help="first case only, 3 heuristics")
@@ -268,6 +322,11 @@ def main(argv: list[str] | None = None) -> None:
         print(f"learning curve of {run}:")
         print(learning_curve(run).to_string(index=False))
     cfg = TrainConfig.load(args.config)
+    if args.select:
+        ranked = select_on_validation(cfg, args.select).sort_values()
+        print(ranked.to_string())
+        print(f"best on validation: {ranked.index[0]}")
+        return
     cases = heldout_cases(cfg, n_windows=args.windows)
     if args.only:
         cases = [c for c in cases if args.only in c.name]
@@ -281,6 +340,9 @@ def main(argv: list[str] | None = None) -> None:
         for i, p in enumerate(paths.split(",")):
             key = name if "[" in name else f"{name}[s{i}]"  # "set[s1]=...": one seed
             policies[key] = ((lambda p=p: load_policy(p)), False)
+            if args.levers_off:
+                off = key.replace("[", "-levers-off[", 1)
+                policies[off] = ((lambda p=p: levers_off(load_policy(p))), False)
     run_policies = dict(policies)
     for h in heuristics:
         policies[h] = ((lambda h=h: make_policy(h)), False)
@@ -289,6 +351,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.skip_heuristics:
         run_policies = policies
     print(f"{len(cases)} cases on {cfg.env.cluster}, congestion {cfg.env.congestion}:")
+    print(clairvoyance_line(oracles))
     for c in cases:
         print(f"  {c.group:6s} {c.name} ({len(c.trace)} jobs)")
     if args.cache is None:
@@ -305,6 +368,7 @@ def main(argv: list[str] | None = None) -> None:
         if (df["group"] == group).any():
             print(f"\n### {title}\n")
             print("cases: " + ", ".join(common_cases(df, group)) + "\n")
+            print(clairvoyance_line(oracles) + "\n")
             print(markdown(summary_table(df, group), set(oracles)))
     families = list(dict.fromkeys(a.partition("=")[0].split("[")[0] for a in args.agent))
     families += ["dally", "dally-1-2", "dally-delay", "gandiva", "tiresias"]

@@ -195,6 +195,14 @@ def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: boo
             verbose=0,
         )
 
+    start = time.perf_counter()
+    cpu0 = _cpu_s()
+    bc_val: float | None = None
+    if cfg.bc.teacher and ckpt is None:
+        if not maskable:
+            raise ValueError("bc.teacher needs ppo.algo = 'maskable_ppo'")
+        bc_val = warm_start(cfg, model, parts["train"], eval_env, len(val), out)
+
     done = model.num_timesteps
     left = max(0, cfg.total_timesteps - done)
     per_env = max(1, cfg.n_envs)
@@ -216,17 +224,18 @@ def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: boo
             callback_after_eval=PrintValidation() if progress else None,
         ),
     ]
+    if bc_val is not None:  # PPO's checkpoints must beat the warm start on validation
+        callbacks[1].best_mean_reward = bc_val
     if progress:
         callbacks.append(TqdmCallback(cfg.total_timesteps, initial=done))
 
-    start = time.perf_counter()
-    cpu0 = _cpu_s()
-    model.learn(
-        total_timesteps=left,
-        callback=CallbackList(callbacks),
-        tb_log_name="run",
-        reset_num_timesteps=False,
-    )
+    if left > 0:
+        model.learn(
+            total_timesteps=left,
+            callback=CallbackList(callbacks),
+            tb_log_name="run",
+            reset_num_timesteps=False,
+        )
     wall = time.perf_counter() - start
     model.save(str(out / "final.zip"))
     venv.save(str(out / "vecnormalize.pkl"))
@@ -244,6 +253,7 @@ def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: boo
         "steps_per_cpu_s": steps / cpu if cpu > 0 else 0.0,
         "n_envs": cfg.n_envs,
         "vec_env": cfg.vec_env,
+        "bc_validation": bc_val,
     }
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
     print(
@@ -252,6 +262,43 @@ def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: boo
     )
     best = out / "best" / "best_model.zip"
     return best if best.is_file() else out / "final.zip"
+
+
+def warm_start(
+    cfg: TrainConfig, model: Any, train_parts: list, eval_env: VecEnv, n_val: int, out: Path
+) -> float:
+    """Behaviour cloning (``agents.bc``) of ``cfg.bc.teacher`` into ``model``'s
+    policy; saves ``bc.zip`` (also the best model until PPO beats it on
+    validation) and ``bc_stats.json`` (not ``bc.json``: ``load_policy`` would
+    read that as the model's config); returns its validation mean return."""
+    from ddl_gym.agents.bc import collect, pretrain
+    from sb3_contrib.common.maskable.evaluation import evaluate_policy
+
+    cpu0 = _cpu_s()
+    demos = collect(cfg.env, train_parts, cfg.bc, cfg.ppo.gamma, cfg.seed)
+    cpu_collect = _cpu_s() - cpu0
+    print(f"bc: {demos.stats} ({cpu_collect:.0f} CPU-s)", flush=True)
+    fit = pretrain(model.policy, demos, cfg.bc, cfg.seed)
+    cpu_fit = _cpu_s() - cpu0 - cpu_collect
+    model.save(str(out / "bc.zip"))
+    (out / "best").mkdir(exist_ok=True)
+    shutil.copyfile(out / "bc.zip", out / "best" / "best_model.zip")
+    mean, _ = evaluate_policy(
+        model, eval_env, n_eval_episodes=n_val, deterministic=True, use_masking=True
+    )
+    cpu_val = _cpu_s() - cpu0 - cpu_collect - cpu_fit
+    report = {
+        "teacher": cfg.bc.teacher,
+        **demos.stats,
+        **fit,
+        "validation": float(mean),
+        "cpu_s_collect": cpu_collect,
+        "cpu_s_fit": cpu_fit,
+        "cpu_s_validation": cpu_val,
+    }
+    (out / "bc_stats.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(f"bc: validation mean return {mean:.3f} ({cpu_fit:.0f} CPU-s fit)", flush=True)
+    return float(mean)
 
 
 # -- command line (scripts/train.py, ddl-gym train) --------------------------
@@ -265,6 +312,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--timesteps", type=int, help="override total_timesteps")
     ap.add_argument("--seed", type=int, help="override seed")
     ap.add_argument("--algo", choices=["maskable_ppo", "ppo"], help="override ppo.algo")
+    ap.add_argument(
+        "--teacher", help="override bc.teacher (behaviour-cloning warm start; 'none': off)"
+    )
     ap.add_argument("--vec-env", choices=["subproc", "dummy"], help="override vec_env")
     ap.add_argument("--ship", metavar="NAME", help="copy the best model to agents/models/NAME.zip")
     ap.add_argument("--no-progress", action="store_true")
@@ -279,6 +329,8 @@ def main(argv: list[str] | None = None) -> None:
         cfg.ppo.algo = args.algo
     if args.vec_env:
         cfg.vec_env = args.vec_env
+    if args.teacher is not None:
+        cfg.bc.teacher = "" if args.teacher == "none" else args.teacher
     best = train(cfg, args.out, resume=args.resume, progress=not args.no_progress)
     print(f"best model: {best}")
     if args.ship:

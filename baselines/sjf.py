@@ -13,6 +13,11 @@ long as its area:
   time held), i.e. it degrades to least-attained-service, the standard
   non-clairvoyant stand-in for SRTF.
 
+Both are oracles as shipped: their ``engine_kwargs()`` ask for a
+clairvoyant engine (the engine's default is not), and comparison tables
+label them ``(oracle)`` (``ddl_gym.experiments.grid.policy_label``). An
+explicit ``clairvoyant=False`` turns them into the non-clairvoyant variants.
+
 Placement: first fit at any level (the packer still picks the tightest).
 SJF backfills: a job that does not fit lets smaller-priority jobs that do
 fit start. SRTF preempts running jobs with a worse key to make room for a
@@ -23,6 +28,7 @@ and completions only, so keys are compared at events.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ddl_gym.engine import WAIT, Action, EngineView, Job, Status
 from ddl_gym.perf import Level
@@ -34,8 +40,15 @@ def _remaining_key(view: EngineView, job: Job) -> float:
     return view.remaining_work(job)
 
 
+class _Oracle:
+    """Mixin: the policy reads true job sizes, so it asks for a clairvoyant engine."""
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        return {**super().engine_kwargs(), "clairvoyant": True}  # type: ignore[misc]
+
+
 @dataclass
-class SjfPolicy(BasePolicy):
+class SjfPolicy(_Oracle, BasePolicy):
     name: str = "sjf"
 
     def key(self, view: EngineView, job: Job) -> tuple:
@@ -52,7 +65,7 @@ class SjfPolicy(BasePolicy):
 
 
 @dataclass
-class SrtfPolicy(PriorityPreemptive, BasePolicy):
+class SrtfPolicy(_Oracle, PriorityPreemptive, BasePolicy):
     name: str = "srtf"
     # a waiting job's key is frozen until it runs again: cached with the
     # progress and service it was computed from

@@ -252,3 +252,52 @@ def test_shipped_model_runs_on_every_cluster_preset(cluster):
     trace = long_trace(n=20, seed=4)
     result = simulate(trace, cluster, agent, congestion="heavy", **agent.engine_kwargs())
     assert result.summary["completed"] == len(trace)
+
+
+def test_behaviour_cloning_imitates_the_teacher_and_ppo_must_beat_it(tmp_path):
+    """BC warm start: the teacher's actions are labels the env can express,
+    the fitted policy agrees with them far more than chance, and the warm
+    start is the best model until PPO beats it on validation."""
+    import json
+
+    from ddl_gym.agents.bc import collect
+    from ddl_gym.agents.config import BCConfig, EnvConfig, PPOConfig, SplitConfig, TrainConfig
+    from ddl_gym.agents.envs import split_traces
+    from ddl_gym.agents.train import train
+
+    env = EnvConfig(obs="set", K=8, M=8, tick_s=1800.0, preempt=True, window_s=24 * 3600.0)
+    split = SplitConfig(traces=["long:0"], n_val_windows=1)
+    bc = BCConfig(teacher="gandiva", samples=300, epochs=6, batch_size=32, learning_rate=3e-3)
+    demos = collect(env, split_traces(split)["train"], bc, gamma=0.99, seed=0)
+    assert demos.stats["samples"] == 300 == len(demos.actions)
+    assert demos.masks[np.arange(300), demos.actions].all()  # every label is a valid action
+    assert demos.obs.shape == (300, set_obs_size(SetObsConfig(K=8, M=8)))
+    cfg = TrainConfig(
+        env=env,
+        split=split,
+        ppo=PPOConfig(policy="set", hidden=16, n_steps=64, batch_size=32, n_epochs=1),
+        bc=bc,
+        total_timesteps=0,  # BC only
+        n_envs=1,
+        vec_env="dummy",
+    )
+    best = train(cfg, tmp_path, progress=False)
+    report = json.loads((tmp_path / "bc_stats.json").read_text())
+    n_valid = demos.masks.sum(axis=1).mean()
+    assert report["accuracy"] > max(report["wait_share"], 2.0 / n_valid)  # beats "always WAIT"
+    assert best == tmp_path / "best" / "best_model.zip" and best.is_file()
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["bc_validation"] == report["validation"]
+
+
+def test_levers_off_ablation_never_preempts_and_has_no_ticks():
+    from ddl_gym.agents import load_policy
+    from ddl_gym.agents.heldout import levers_off
+
+    from ddl_gym.engine import simulate
+
+    agent = levers_off(load_policy())
+    assert agent.engine_kwargs()["tick_s"] is None
+    result = simulate(long_trace(n=40), "seed64", agent, congestion="heavy")
+    assert result.summary["preemptions"] == 0
+    assert result.summary["completed"] == 40

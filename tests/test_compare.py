@@ -14,6 +14,8 @@ import pandas as pd
 import pytest
 from ddl_gym.baselines import POLICY_NAMES
 
+from ddl_gym.traces import default_trace
+
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
@@ -48,10 +50,13 @@ def test_script_is_the_cli_front_end_and_writes_workload_tables(tmp_path):
     assert (out / "bars_default.png").stat().st_size > 0
     expected = [*POLICY_NAMES, "agent"]
     for policy in expected:
-        assert f"| {policy} |" in proc.stdout, policy
+        label = f"{policy} (oracle)" if policy in ("sjf", "srtf") else policy
+        assert f"| {label} |" in proc.stdout, policy
+    assert "Clairvoyant: only sjf, srtf, labelled (oracle)" in proc.stdout
     assert "dally vs best of tiresias/gandiva" in proc.stdout
     cells = pd.read_csv(out / "summary.csv")
     assert set(cells["policy"]) == set(expected)
+    assert set(cells.loc[cells["clairvoyant"], "policy"]) == {"sjf", "srtf"}
     assert (cells["completed"] == cells["jobs"]).all() and (cells["jobs"] == 30).all()
     # the synthetic workload varies with the seed: every policy runs both
     assert len(cells) == len(expected) * 2 * 2
@@ -192,3 +197,31 @@ def test_improvement_units_and_near_zero_bases():
     assert "| n/a |" in last
     assert "%" not in last.split("|")[8]  # no percent of a ratio
     assert not any(len(cell.strip()) > 12 for cell in last.split("|")[3:])
+
+
+def test_oracles_are_clairvoyant_and_labelled_and_the_rest_are_not():
+    """The engine is non-clairvoyant by default; SJF/SRTF ask for true job
+    sizes, and every table says so."""
+    from ddl_gym.engine import Engine
+    from ddl_gym.experiments import grid as wgrid
+
+    assert Engine(default_trace(seed=0), "seed64").clairvoyant is False
+    cells = pd.DataFrame(
+        [
+            wgrid.run_cell(p, "default", "heavy", 0, max_jobs=20)
+            for p in ("fifo", "srtf", "dally", "tiresias", "gandiva")
+        ]
+    ).drop(columns=["jct_s"])
+    assert dict(zip(cells["policy"], cells["clairvoyant"], strict=True)) == {
+        "fifo": False,
+        "srtf": True,
+        "dally": False,
+        "tiresias": False,
+        "gandiva": False,
+    }
+    means = wgrid.summarise(cells)
+    text = wgrid.markdown(means, wgrid.improvement(means), "default")
+    assert "| heavy | srtf (oracle) |" in text and "| heavy | fifo |" in text
+    assert "Clairvoyant: only srtf, labelled (oracle)" in text
+    # an explicit choice wins over the policy's: non-clairvoyant SRTF is no oracle
+    assert not wgrid.is_clairvoyant(wgrid.policy_from_name("srtf"), {"clairvoyant": False})

@@ -339,6 +339,7 @@ def write_workload_tables(done: dict[int, dict[str, Any]], grid: Grid, folder: P
         imp.to_csv(folder / "improvement.csv", index=False)
         note = (
             "Values are means over seeds (deterministic policies on fixed traces run once). "
+            f"{wgrid.clairvoyance_note(means)} "
             "Engine: every policy with its own engine_kwargs() (restore 1 s per GPU, gandiva "
             "0; dally, dally-1-2 and dally-6-12 with 20 s leases).\n\n"
         )
@@ -411,11 +412,14 @@ def run(args: argparse.Namespace) -> int:
         print("no cell finished")
         return 0 if complete else 130
     summary, jobs = frames(done)
-    table = headline(summary, KEYS)
+    from ddl_gym.experiments.grid import clairvoyance_note, label_policies
+
+    table = label_policies(headline(summary, (*KEYS, "clairvoyant")))
     if grid.workloads is not None:
         print(write_workload_tables(done, grid, folder))
     else:
         print(text_table(table))
+        print(clairvoyance_note(summary))
     if not complete:
         hint = f"; continue with: ddl-gym compare --resume {folder}" if folder else ""
         print(f"interrupted: {len(done)} of {n} cells finished{hint}")

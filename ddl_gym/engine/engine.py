@@ -79,7 +79,8 @@ class Engine:
         tick_s: a decision point every ``tick_s`` seconds while jobs wait
             (``None``: only at events).
         restore_s_per_gpu: preemption cost, paid at the next start.
-        clairvoyant: whether policies may read remaining work.
+        clairvoyant: whether policies may read remaining work (default False:
+            what a real scheduler knows; the oracle SJF/SRTF ask for it).
         record_series: keep the cluster time series (utilisation, queue):
             one row per decision point.
         record_placements: keep the placement history (one row per server
@@ -107,7 +108,7 @@ class Engine:
         lease_s: float | None = None,
         tick_s: float | None = None,
         restore_s_per_gpu: float = 1.0,
-        clairvoyant: bool = True,
+        clairvoyant: bool = False,
         record_series: bool = True,
         perf_source: str = "closed_form",
         contention: bool = True,

@@ -40,8 +40,8 @@ class ActionCodec:
         K = self.K
         if a == 0:
             return (
-                f"WAIT would stall at t={e.now:.6g}s: nothing runs, {len(e.pending)} job(s) "
-                "wait and no event is due; place a job"
+                f"WAIT refused at t={e.now:.6g}s: nothing runs, {len(e.pending)} job(s) "
+                "wait and no tick is due (the cluster must not idle with a queue); place a job"
             )
         if a <= 3 * K:
             k, level = divmod(a - 1, 3)

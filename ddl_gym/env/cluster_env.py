@@ -15,10 +15,11 @@ Design notes (why, beyond DESIGN.md section 5):
 * Instants at which WAIT is the only valid action (empty queue and nothing to
   preempt) are skipped inside the step: the agent has no choice there and
   skipping them keeps episodes short. This never changes what a policy can do.
-* WAIT is masked (and refused) when it would stall the engine: nothing runs,
-  jobs wait, no event is due and there is no periodic tick. Some placement is
-  then always possible (every job fits the empty cluster), so the agent must
-  place and an episode can never deadlock.
+* WAIT is masked (and refused) when the cluster idles with a queue: nothing
+  runs, jobs wait and there is no periodic tick. Not "no event is due": that
+  would reveal whether more jobs will arrive. Some placement is then always
+  possible (every job fits the empty cluster), so the agent must place and an
+  episode can never deadlock.
 """
 
 from __future__ import annotations
@@ -79,8 +80,9 @@ class ClusterEnv(gym.Env):
     ``action_masks()`` (sb3-contrib's convention, reachable through wrappers
     with ``get_wrapper_attr`` and through vector envs with ``call`` /
     ``env_method``) and ``info["action_mask"]`` give the valid actions. WAIT
-    is invalid only when it would stall the simulation (nothing runs, jobs
-    wait, no event is due): then the agent must place.
+    is invalid only when the cluster idles with a queue (nothing runs, jobs
+    wait, no tick): then the agent must place. The mask never depends on
+    whether more jobs will arrive.
 
     An invalid action (an index outside ``Discrete(1 + 3K + M)``, a masked
     index, or any action once the episode is over) is, by default, a no-op:
@@ -131,7 +133,8 @@ class ClusterEnv(gym.Env):
       ``background`` uplink traffic fraction; ``queue`` length
       (``n/(n+K)``); ``queue_gpus`` (GPUs asked by the whole queue,
       ``x/(x + cluster GPUs)``); ``running`` jobs (``n/(n+M)``); ``done``
-      fraction of the episode's jobs; ``time`` since the episode start
+      fraction of the jobs arrived so far (never of the episode's total,
+      which would reveal future arrivals); ``time`` since the episode start
       (``t/(t + horizon)``, horizon = ``max_time_s`` or a day);
       ``time_of_day``; ``max_server_free`` and ``max_rack_free`` (largest
       holes); ``lease_expired`` (any lease expired now).

@@ -239,10 +239,12 @@ class ObsBuilder:
         return heapq.nsmallest(K, pending, key=key)
 
     def _wait_would_stall(self) -> bool:
+        """WAIT is refused while the cluster idles with a queue and no tick
+        is coming. Deliberately not "no event is due": whether an arrival is
+        still due is future information a real scheduler does not have (it
+        would tell the agent that the trace is over)."""
         e = self.engine
-        return (
-            not e.running and bool(e.pending) and e.tick_s is None and e.next_event_time() is None
-        )
+        return not e.running and bool(e.pending) and e.tick_s is None
 
     # -- the per-step update -----------------------------------------------
     def update(self) -> None:
@@ -363,6 +365,9 @@ class ObsBuilder:
         # global
         n_pending = len(pending)
         n_all = len(e.running)
+        # jobs seen so far (done, running or waiting): never the episode's total,
+        # which would count jobs that have not arrived yet
+        n_seen = e.n_done + n_pending + n_all
         queue_gpus = sum(j.gpus for j in pending) if n_pending else 0
         num_gpus = e.cluster.num_gpus
         elapsed = now - self.start
@@ -373,7 +378,7 @@ class ObsBuilder:
             n_pending / (n_pending + K),
             queue_gpus / (queue_gpus + num_gpus),
             n_all / (n_all + max(1, M)),
-            e.n_done / len(e.jobs) if e.jobs else 1.0,
+            e.n_done / n_seen if n_seen else 1.0,
             elapsed / (elapsed + H),
             (now % 86400.0) / 86400.0,
             max_free * self._inv_g,

@@ -82,15 +82,25 @@ def _cell_policy(scenario: Scenario, name: str) -> Any:
     return policy_from_name(name)
 
 
+def _clairvoyant(scenario: Scenario, policy: Any) -> bool:
+    """Whether the cell's engine let the policy read true job sizes."""
+    if scenario.mode == "seed":
+        return False  # the seed-faithful simulator has no clairvoyant mode
+    from ddl_gym.experiments.grid import is_clairvoyant
+
+    return is_clairvoyant(policy, scenario.engine_kwargs())
+
+
 def simulate_cell(
     scenario: dict[str, Any], policy: str, congestion: str | float, seed: int = 0
 ) -> dict[str, Any]:
     """One grid cell as a pure function of plain data (picklable for Ray):
     the cell's keys and its summary metrics."""
     s = _cell_scenario(scenario, congestion)
-    sim = run_simulation(s, _cell_policy(s, policy), seed=seed, record_placements=False)
+    pol = _cell_policy(s, policy)
+    sim = run_simulation(s, pol, seed=seed, record_placements=False)
     keys = {"policy": policy, "workload": sim.trace_name, "congestion": str(congestion)}
-    return {**keys, "seed": seed, **sim.result.summary}
+    return {**keys, "seed": seed, "clairvoyant": _clairvoyant(s, pol), **sim.result.summary}
 
 
 JOB_FIELDS = ("job_id", "model", "gpus", "jct_s", "queueing_s", "comm_s", "preemptions", "level")
@@ -102,7 +112,9 @@ def compare_cell(
     """``simulate_cell`` plus the cell's per-job table under ``"job_table"`` (for
     JCT distributions)."""
     s = _cell_scenario(scenario, congestion)
-    sim = run_simulation(s, _cell_policy(s, policy), seed=seed, record_placements=False)
+    pol = _cell_policy(s, policy)
+    sim = run_simulation(s, pol, seed=seed, record_placements=False)
     keys = {"policy": policy, "workload": sim.trace_name, "congestion": str(congestion)}
     jobs = sim.result.jobs[list(JOB_FIELDS)].reset_index(drop=True)
-    return {**keys, "seed": seed, **sim.result.summary, "job_table": jobs}
+    clair = _clairvoyant(s, pol)
+    return {**keys, "seed": seed, "clairvoyant": clair, **sim.result.summary, "job_table": jobs}

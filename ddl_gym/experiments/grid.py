@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -134,6 +135,54 @@ def is_policy_name(name: str) -> bool:
     return name in POLICY_NAMES or name == AGENT or name.startswith(AGENT + ":")
 
 
+# Policies that read true job sizes (remaining work) when the engine is
+# clairvoyant; as shipped they ask for it (their engine_kwargs()). Every table
+# labels them "(oracle)": no real scheduler knows job sizes.
+ORACLE_POLICIES = frozenset({"sjf", "srtf"})
+
+
+def is_clairvoyant(policy: Any, explicit: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``policy`` runs on a clairvoyant engine: the caller's explicit
+    ``clairvoyant`` if set, else the policy's ``engine_kwargs()``, else the
+    engine's default (False)."""
+    from ddl_gym.engine.simulate import policy_engine_kwargs
+
+    value = (explicit or {}).get("clairvoyant")
+    if value is None:
+        value = policy_engine_kwargs(policy).get("clairvoyant", False)
+    return bool(value)
+
+
+def policy_label(name: str, clairvoyant: bool) -> str:
+    """A policy's name as tables print it: ``"srtf (oracle)"`` when it reads
+    true job sizes."""
+    return f"{name} (oracle)" if clairvoyant and name in ORACLE_POLICIES else name
+
+
+def label_policies(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its ``policy`` column labelled (``policy_label``) from its
+    ``clairvoyant`` column, for printing; unchanged without that column."""
+    if "clairvoyant" not in df.columns or "policy" not in df.columns:
+        return df
+    out = df.copy()
+    out["policy"] = [
+        policy_label(p, bool(c)) for p, c in zip(df["policy"], df["clairvoyant"], strict=True)
+    ]
+    return out
+
+
+def clairvoyance_note(df: pd.DataFrame) -> str:
+    """One line saying which rows had true job sizes (the explicit choice
+    every comparison states)."""
+    if "clairvoyant" not in df.columns or not df["clairvoyant"].astype(bool).any():
+        return "Clairvoyant: no (no policy sees job sizes or remaining work)."
+    names = sorted(set(df.loc[df["clairvoyant"].astype(bool), "policy"]))
+    return (
+        f"Clairvoyant: only {', '.join(names)}, labelled (oracle): they read true job sizes, "
+        "which no real scheduler knows; every other policy is non-clairvoyant."
+    )
+
+
 def run_cell(
     policy: str,
     workload: str,
@@ -161,6 +210,7 @@ def run_cell(
         "congestion": congestion,
         "seed": seed,
         "cluster": cluster,
+        "clairvoyant": is_clairvoyant(pol),
         **result.summary,
         "wall_s": time.perf_counter() - start,
         "jct_s": result.jobs["jct_s"].to_numpy(),
@@ -226,7 +276,10 @@ def summarise(cells: pd.DataFrame) -> pd.DataFrame:
     """Mean over seeds per (workload, congestion, policy)."""
     cols = [m for m, *_ in METRICS] + ["wall_s"]
     out = cells.groupby(["workload", "congestion", "policy"], sort=False)[cols].mean()
-    out["seeds"] = cells.groupby(["workload", "congestion", "policy"], sort=False).size()
+    groups = cells.groupby(["workload", "congestion", "policy"], sort=False)
+    out["seeds"] = groups.size()
+    if "clairvoyant" in cells.columns:
+        out["clairvoyant"] = groups["clairvoyant"].max().astype(bool)
     return out.reset_index()
 
 
@@ -307,13 +360,16 @@ def markdown(summary: pd.DataFrame, imp: pd.DataFrame, workload: str) -> str:
     lines = [
         f"### {workload} ({WORKLOADS[workload].cluster})",
         "",
+        clairvoyance_note(s),
+        "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join("---" for _ in header) + "|",
     ]
     for c in s["congestion"].unique():
         for _, r in s[s["congestion"] == c].iterrows():
             vals = [_fmt(r[m] * scale) for m, _, scale, _ in METRICS]
-            lines.append(f"| {c} | {r['policy']} | " + " | ".join(vals) + " |")
+            name = policy_label(r["policy"], bool(r.get("clairvoyant", False)))
+            lines.append(f"| {c} | {name} | " + " | ".join(vals) + " |")
         i = imp[(imp["workload"] == workload) & (imp["congestion"] == c)] if len(imp) else imp
         if len(i):
             r = i.iloc[0]
