@@ -103,12 +103,16 @@ class AutoTuner:
 
     window_h: float = 24.0
     windows: dict[tuple[int, Level], _Window] = field(default_factory=dict)
+    # gpus -> (timers, time of the oldest sample in its windows): the timers
+    # change only when a sample is added (``record``) or leaves the window
+    _cache: dict[int, tuple[tuple[int, int], float]] = field(default_factory=dict, repr=False)
 
     def record(self, gpus: int, level: Level, wait_leases: float, now: float) -> None:
         """A job of ``gpus`` GPUs got a placement of ``level`` after waiting."""
         if level == Level.NETWORK:
             return
         self.windows.setdefault((gpus, Level(level)), _Window()).add(now, wait_leases)
+        self._cache.pop(gpus, None)
 
     def spread(self, gpus: int, level: Level, now: float) -> int:
         window = self.windows.get((gpus, level))
@@ -119,10 +123,21 @@ class AutoTuner:
 
     def timers(self, gpus: int, now: float) -> tuple[int, int]:
         """``(rack_timer, network_timer)`` in leases for a job of ``gpus`` GPUs."""
+        hit = self._cache.get(gpus)
+        # valid while no sample would be dropped (the same test as drop_before)
+        if hit is not None and not hit[1] < now - self.window_h * 3600.0:
+            return hit[0]
         H = self.window_h
         rack = min(math.ceil(0.8 * H), max(6, self.spread(gpus, Level.MACHINE, now)))
         net = min(H, max(12, self.spread(gpus, Level.RACK, now)))
-        return int(rack), int(net)
+        timers = (int(rack), int(net))
+        oldest = math.inf
+        for level in (Level.MACHINE, Level.RACK):
+            window = self.windows.get((gpus, level))
+            if window is not None and window.samples:
+                oldest = min(oldest, window.samples[0][0])
+        self._cache[gpus] = (timers, oldest)
+        return timers
 
 
 @dataclass
@@ -142,8 +157,6 @@ class DallyPolicy(BasePolicy):
     _wake: WakeUps = field(default_factory=WakeUps, repr=False)
     _losers: list[int] = field(default_factory=list, repr=False)
     _planned_at: float = field(default=-math.inf, repr=False)
-    _timer_cache: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)
-    _timer_cache_at: float = field(default=-math.inf, repr=False)
     _asked: dict[int, tuple[float, float, float]] = field(default_factory=dict, repr=False)
     # the waiting jobs as sorted (efficiency, arrival, index): a waiting job's
     # efficiency is frozen, so entries are inserted when a job joins the queue
@@ -177,7 +190,6 @@ class DallyPolicy(BasePolicy):
         self._wake.clear()
         self._losers = []
         self._planned_at = -math.inf
-        self._timer_cache_at = -math.inf
         self._asked.clear()
         self._sorted = []
         self._entry.clear()
@@ -232,14 +244,9 @@ class DallyPolicy(BasePolicy):
 
     def tuner_timers(self, gpus: int, now: float) -> tuple[float, float]:
         """The auto-tuner's timers for a demand of ``gpus`` GPUs; the history
-        changes only when a job is placed: cached per instant."""
-        if self._timer_cache_at != now:
-            self._timer_cache_at = now
-            self._timer_cache.clear()
-        timers = self._timer_cache.get(gpus)
-        if timers is None:
-            timers = self._timer_cache[gpus] = self.tuner.timers(gpus, now)
-        return timers
+        changes only when a job is placed or a wait leaves the window (the
+        tuner caches per demand)."""
+        return self.tuner.timers(gpus, now)
 
     def _ask(self, view: EngineView, job: Job) -> None:
         tight = size_level(view.cluster, job.gpus)
@@ -419,7 +426,6 @@ class DallyPolicy(BasePolicy):
                 if self.auto_tune:
                     got = shape_of(placement, view.cluster.servers_per_rack).level
                     self.tuner.record(job.gpus, got, view.waited(job) / self.lease_s, view.now)
-                    self._timer_cache_at = -math.inf
                 return Place(job.index, level)
         self._ask_wakeups(view)
         return WAIT

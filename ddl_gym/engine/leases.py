@@ -54,6 +54,12 @@ def roll(b: float, lease_s: float, t: float, strict: bool) -> float:
     binade (and may round) are taken one at a time.
     """
     L = lease_s
+    # the common case: a few single steps reach ``t`` (same sums as below)
+    for _ in range(3):
+        if b > t or (b == t and not strict):
+            return b
+        out = b + L
+        b = out if out > b else math.nextafter(b, math.inf)
     while b < t or (strict and b == t):
         if b > 0.0:
             ulp = math.ulp(b)
