@@ -53,15 +53,14 @@ from typing import Any
 
 from ddl_gym.engine import WAIT, Action, EngineView, Job, Preempt, Status
 from ddl_gym.engine.actions import Place
-from ddl_gym.perf import Level, shape_of
+from ddl_gym.engine.packer import find_placement
+from ddl_gym.perf import Level
 
 from .common import (
     DEFAULT_ENGINE_KWARGS,
     EPS,
     BasePolicy,
     WakeUps,
-    free_after,
-    placement_on,
     size_level,
 )
 
@@ -138,6 +137,17 @@ class AutoTuner:
                 oldest = min(oldest, window.samples[0][0])
         self._cache[gpus] = (timers, oldest)
         return timers
+
+
+def _level_of(placement: list[tuple[int, int]], servers_per_rack: int) -> Level:
+    """``shape_of(placement).level`` without the rest of the shape (a
+    placement names each server once)."""
+    if len(placement) == 1:
+        return Level.MACHINE
+    rack = placement[0][0] // servers_per_rack
+    if all(srv // servers_per_rack == rack for srv, _ in placement):
+        return Level.RACK
+    return Level.NETWORK
 
 
 @dataclass
@@ -340,8 +350,17 @@ class DallyPolicy(BasePolicy):
             return []
         if self._least(queue, n_challengers, view) > pool_total:
             return []  # no challenger fits even the whole pool
+        # the pool: the free GPUs plus the expired jobs', per server and rack
+        # (``find_placement`` reads them, as ``placement_on`` on copies would)
         cluster = view.cluster
-        pool = free_after(view, expired)
+        S = cluster.servers_per_rack
+        G = cluster.gpus_per_server
+        pool = list(view.free_per_server)
+        rack_pool = list(view.free_per_rack)
+        for job in expired:
+            for srv, g in job.placement:
+                pool[srv] += g
+                rack_pool[srv // S] += g
         # the pool only changes when someone takes GPUs: memoise the packer
         fits: dict[tuple[int, Level], list[tuple[int, int]] | None] = {}
         losers: list[int] = []
@@ -354,16 +373,18 @@ class DallyPolicy(BasePolicy):
                     continue
                 key = (job.gpus, self.allowed_level(view, job))
                 if key not in fits:
-                    fits[key] = placement_on(cluster, pool, job.gpus, key[1])
+                    fits[key] = find_placement(pool, rack_pool, S, G, job.gpus, key[1])
                 placement = fits[key]
                 if placement is not None:
                     for srv, g in placement:
                         pool[srv] -= g
+                        rack_pool[srv // S] -= g
                     pool_total -= job.gpus
                     fits.clear()
             if all(pool[srv] >= g for srv, g in incumbent.placement):
                 for srv, g in incumbent.placement:
                     pool[srv] -= g
+                    rack_pool[srv // S] -= g
                 pool_total -= incumbent.gpus
                 fits.clear()
             else:
@@ -424,7 +445,7 @@ class DallyPolicy(BasePolicy):
                 failed.add((job.gpus, level))
             else:
                 if self.auto_tune:
-                    got = shape_of(placement, view.cluster.servers_per_rack).level
+                    got = _level_of(placement, view.cluster.servers_per_rack)
                     self.tuner.record(job.gpus, got, view.waited(job) / self.lease_s, view.now)
                 return Place(job.index, level)
         self._ask_wakeups(view)

@@ -185,14 +185,17 @@ class LazyLeases:
         q = self._bucket(t)
         n = self._n_phases
         hits: list[Job] = []
+        at = self.at
+        phase = self._phase
         for k in {(q - 1) % n, q, (q + 1) % n}:
-            for j in self._phase.get(k, ()):
-                b = self.at[j]
+            for j in phase.get(k, ()):
+                b = at[j]
                 if b < t:
-                    b = roll(b, L, t, strict=False)
+                    nb = b + L  # one step suffices (roll's own first step)
+                    b = nb if t <= nb and nb > b else roll(b, L, t, strict=False)
                 if b == t:
                     hits.append(jobs[j])
                     b = _step(b, L)
-                self.at[j] = b
+                at[j] = b
         hits.sort(key=lambda job: (job.started_at, job.index))
         return hits
