@@ -172,7 +172,9 @@ class LazyLeases:
                 continue
             true = self.at[j]
             if true <= now:
-                true = self.at[j] = roll(true, L, now, strict=True)
+                nb = true + L  # one step suffices (roll's own first step)
+                true = nb if now < nb else roll(true, L, now, strict=True)
+                self.at[j] = true
             if true == b:
                 return b
             heapq.heapreplace(heap, (true, seq, j, token))
