@@ -106,30 +106,67 @@ def victims_for(
                 break
         else:
             return None
-    chosen: list[Job] = []
-    # the free GPUs as victims release theirs, indexed like the engine's (one
-    # O(servers) copy, then each "does it fit now" is cheap)
+    # Whether the packer finds a placement needs no placement: within
+    # ``level`` it finds one iff a server (machine level, ``gpus`` <= a
+    # server), a rack (rack level) or the cluster (network level) has
+    # ``gpus`` free GPUs (``find_placement``'s own tests, in its order).
+    # Victims only add GPUs: only their servers and racks need a look.
+    gpus = job.gpus
     S = cluster.servers_per_rack
-    index = view.free_index()
-    free = index.free
-    rack_free = index.rack_free
+    if level == Level.MACHINE and gpus > cluster.gpus_per_server:
+        return None  # never fits, whatever is released
+    rack_base = view.free_per_rack
+    if level == Level.NETWORK:
+        fit0 = view.total_free >= gpus
+    elif level == Level.MACHINE:
+        fit0 = view.largest_server_free() >= gpus
+    else:
+        fit0 = max(rack_base) >= gpus
+
+    def fits_after(released: list[Job]) -> bool:
+        if fit0:
+            return True
+        if level == Level.NETWORK:
+            return view.total_free + sum(v.gpus for v in released) >= gpus
+        extra: dict[int, int] = {}
+        for v in released:
+            for server, g in v.placement:
+                key = server if level == Level.MACHINE else server // S
+                extra[key] = extra.get(key, 0) + g
+        if level == Level.MACHINE:
+            return any(view.free_on(k) + g >= gpus for k, g in extra.items())
+        return any(rack_base[k] + g >= gpus for k, g in extra.items())
+
+    chosen: list[Job] = []
     total = view.total_free
+    extra_srv: dict[int, int] = {}
+    extra_rack: dict[int, int] = {}
     for victim in candidates:
         chosen.append(victim)
-        for server, g in victim.placement:
-            index.move(server, free[server], free[server] + g)
-            free[server] += g
-            rack_free[server // S] += g
         total += victim.gpus
+        fit = fit0
+        if level == Level.NETWORK:
+            fit = total >= gpus
+        else:
+            for server, g in victim.placement:
+                if level == Level.MACHINE:
+                    f = extra_srv[server] = extra_srv.get(server, 0) + g
+                    if view.free_on(server) + f >= gpus:
+                        fit = True
+                else:
+                    r = server // S
+                    f = extra_rack[r] = extra_rack.get(r, 0) + g
+                    if rack_base[r] + f >= gpus:
+                        fit = True
         # too few GPUs in all: no placement (as ``fits`` would answer)
-        if total >= job.gpus and index.find(job.gpus, level) is not None:
+        if total >= gpus and fit:
             break
     else:
         return None
     # drop victims that turned out unnecessary (a worse one on the wrong rack)
     for victim in list(chosen[:-1]):
         rest = [v for v in chosen if v is not victim]
-        if fits(cluster, free_after(view, rest), job.gpus, level):
+        if fits_after(rest):
             chosen = rest
     return chosen
 
@@ -181,6 +218,11 @@ class PriorityPreemptive:
         running = self._running_order(view)
         return lambda pkey: [j for rkey, j in reversed(running) if rkey > pkey]
 
+    def _pending_sizes(self, view: EngineView) -> dict[Level, int] | None:
+        """Per level (``level_of``), the smallest GPU demand among the waiting
+        jobs, if the policy keeps it (lets a pass stop early); None: unknown."""
+        return None
+
     def key(self, view: EngineView, job: Job) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -193,14 +235,19 @@ class PriorityPreemptive:
         pending = self._pending_order(view)
         # the running order is only needed once a waiting job does not fit
         worse_than: Callable[[Any], Iterable[Job]] | None = None
-        # A later (worse) job of the same size and level can neither fit where
-        # this one did not nor find more victims: skip it (state is fixed
-        # during the pass).
-        failed: set[tuple[int, Level]] = set()
+        # A later (worse) job at least as large at the same or a narrower
+        # level can neither fit where this one did not (the packer fits g
+        # GPUs wherever it fits more, and a wider level accepts every
+        # narrower placement) nor find more victims (its strictly-worse jobs
+        # are the first ones of this job's, worst first): skip it (state is
+        # fixed during the pass). ``cover[L]``: the smallest failed demand at
+        # level L or wider.
+        cover = [math.inf] * (Level.NETWORK + 1)
+        sizes = self._pending_sizes(view)
         free = view.total_free
         for pkey, job in pending:
             level = self.level_of(view, job)
-            if (job.gpus, level) in failed:
+            if cover[level] <= job.gpus:
                 continue
             if job.gpus <= free and view.can_place(job, level):
                 return Place(job.index, level)
@@ -209,7 +256,12 @@ class PriorityPreemptive:
             victims = victims_for(view, job, level, worse_than(pkey))
             if victims:
                 return Preempt(victims[0].index)
-            failed.add((job.gpus, level))
+            for narrower in range(level + 1):
+                if job.gpus < cover[narrower]:
+                    cover[narrower] = job.gpus
+            # every waiting job (a fortiori every later one) is covered: stop
+            if sizes is not None and all(cover[lv] <= g for lv, g in sizes.items()):
+                break
         return WAIT
 
 

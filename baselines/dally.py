@@ -53,15 +53,14 @@ from typing import Any
 
 from ddl_gym.engine import WAIT, Action, EngineView, Job, Preempt, Status
 from ddl_gym.engine.actions import Place
-from ddl_gym.perf import Level, shape_of
+from ddl_gym.engine.packer import find_placement
+from ddl_gym.perf import Level
 
 from .common import (
     DEFAULT_ENGINE_KWARGS,
     EPS,
     BasePolicy,
     WakeUps,
-    free_after,
-    placement_on,
     size_level,
 )
 
@@ -103,12 +102,16 @@ class AutoTuner:
 
     window_h: float = 24.0
     windows: dict[tuple[int, Level], _Window] = field(default_factory=dict)
+    # gpus -> (timers, time of the oldest sample in its windows): the timers
+    # change only when a sample is added (``record``) or leaves the window
+    _cache: dict[int, tuple[tuple[int, int], float]] = field(default_factory=dict, repr=False)
 
     def record(self, gpus: int, level: Level, wait_leases: float, now: float) -> None:
         """A job of ``gpus`` GPUs got a placement of ``level`` after waiting."""
         if level == Level.NETWORK:
             return
         self.windows.setdefault((gpus, Level(level)), _Window()).add(now, wait_leases)
+        self._cache.pop(gpus, None)
 
     def spread(self, gpus: int, level: Level, now: float) -> int:
         window = self.windows.get((gpus, level))
@@ -119,10 +122,38 @@ class AutoTuner:
 
     def timers(self, gpus: int, now: float) -> tuple[int, int]:
         """``(rack_timer, network_timer)`` in leases for a job of ``gpus`` GPUs."""
+        hit = self._cache.get(gpus)
+        # valid while no sample would be dropped (the same test as drop_before)
+        if hit is not None and not hit[1] < now - self.window_h * 3600.0:
+            return hit[0]
+        # ``spread`` inlined for both levels (same calls, fewer layers)
+        horizon = now - self.window_h * 3600.0
+        oldest = math.inf
+        spreads = [1, 1]
+        for i, level in enumerate((Level.MACHINE, Level.RACK)):
+            window = self.windows.get((gpus, level))
+            if window is not None:
+                window.drop_before(horizon)
+                spreads[i] = window.spread()
+                if window.samples and window.samples[0][0] < oldest:
+                    oldest = window.samples[0][0]
         H = self.window_h
-        rack = min(math.ceil(0.8 * H), max(6, self.spread(gpus, Level.MACHINE, now)))
-        net = min(H, max(12, self.spread(gpus, Level.RACK, now)))
-        return int(rack), int(net)
+        rack = min(math.ceil(0.8 * H), max(6, spreads[0]))
+        net = min(H, max(12, spreads[1]))
+        timers = (int(rack), int(net))
+        self._cache[gpus] = (timers, oldest)
+        return timers
+
+
+def _level_of(placement: list[tuple[int, int]], servers_per_rack: int) -> Level:
+    """``shape_of(placement).level`` without the rest of the shape (a
+    placement names each server once)."""
+    if len(placement) == 1:
+        return Level.MACHINE
+    rack = placement[0][0] // servers_per_rack
+    if all(srv // servers_per_rack == rack for srv, _ in placement):
+        return Level.RACK
+    return Level.NETWORK
 
 
 @dataclass
@@ -142,8 +173,6 @@ class DallyPolicy(BasePolicy):
     _wake: WakeUps = field(default_factory=WakeUps, repr=False)
     _losers: list[int] = field(default_factory=list, repr=False)
     _planned_at: float = field(default=-math.inf, repr=False)
-    _timer_cache: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)
-    _timer_cache_at: float = field(default=-math.inf, repr=False)
     _asked: dict[int, tuple[float, float, float]] = field(default_factory=dict, repr=False)
     # the waiting jobs as sorted (efficiency, arrival, index): a waiting job's
     # efficiency is frozen, so entries are inserted when a job joins the queue
@@ -177,7 +206,6 @@ class DallyPolicy(BasePolicy):
         self._wake.clear()
         self._losers = []
         self._planned_at = -math.inf
-        self._timer_cache_at = -math.inf
         self._asked.clear()
         self._sorted = []
         self._entry.clear()
@@ -192,13 +220,16 @@ class DallyPolicy(BasePolicy):
     def timers(self, job: Job, now: float) -> tuple[float, float]:
         if not self.auto_tune:
             return self.rack_timer, self.network_timer
-        return self.tuner_timers(job.gpus, now)
+        return self.tuner.timers(job.gpus, now)  # = tuner_timers, one call less
 
     def allowed_level(self, view: EngineView, job: Job) -> Level:
         """The widest level the job accepts now."""
-        tight = size_level(view.cluster, job.gpus)
-        if tight == Level.NETWORK:
-            return tight
+        cluster = view.cluster
+        gpus = job.gpus
+        # ``size_level`` inlined (called for every waiting job looked at)
+        if gpus > cluster.gpus_per_rack:
+            return Level.NETWORK
+        tight = Level.MACHINE if gpus <= cluster.gpus_per_server else Level.RACK
         waited = view.waited(job) / self.lease_s
         rack_timer, network_timer = self.timers(job, view.now)
         if tight == Level.MACHINE and waited < rack_timer - EPS:
@@ -232,14 +263,9 @@ class DallyPolicy(BasePolicy):
 
     def tuner_timers(self, gpus: int, now: float) -> tuple[float, float]:
         """The auto-tuner's timers for a demand of ``gpus`` GPUs; the history
-        changes only when a job is placed: cached per instant."""
-        if self._timer_cache_at != now:
-            self._timer_cache_at = now
-            self._timer_cache.clear()
-        timers = self._timer_cache.get(gpus)
-        if timers is None:
-            timers = self._timer_cache[gpus] = self.tuner.timers(gpus, now)
-        return timers
+        changes only when a job is placed or a wait leaves the window (the
+        tuner caches per demand)."""
+        return self.tuner.timers(gpus, now)
 
     def _ask(self, view: EngineView, job: Job) -> None:
         tight = size_level(view.cluster, job.gpus)
@@ -333,8 +359,17 @@ class DallyPolicy(BasePolicy):
             return []
         if self._least(queue, n_challengers, view) > pool_total:
             return []  # no challenger fits even the whole pool
+        # the pool: the free GPUs plus the expired jobs', per server and rack
+        # (``find_placement`` reads them, as ``placement_on`` on copies would)
         cluster = view.cluster
-        pool = free_after(view, expired)
+        S = cluster.servers_per_rack
+        G = cluster.gpus_per_server
+        pool = list(view.free_per_server)
+        rack_pool = list(view.free_per_rack)
+        for job in expired:
+            for srv, g in job.placement:
+                pool[srv] += g
+                rack_pool[srv // S] += g
         # the pool only changes when someone takes GPUs: memoise the packer
         fits: dict[tuple[int, Level], list[tuple[int, int]] | None] = {}
         losers: list[int] = []
@@ -347,16 +382,18 @@ class DallyPolicy(BasePolicy):
                     continue
                 key = (job.gpus, self.allowed_level(view, job))
                 if key not in fits:
-                    fits[key] = placement_on(cluster, pool, job.gpus, key[1])
+                    fits[key] = find_placement(pool, rack_pool, S, G, job.gpus, key[1])
                 placement = fits[key]
                 if placement is not None:
                     for srv, g in placement:
                         pool[srv] -= g
+                        rack_pool[srv // S] -= g
                     pool_total -= job.gpus
                     fits.clear()
             if all(pool[srv] >= g for srv, g in incumbent.placement):
                 for srv, g in incumbent.placement:
                     pool[srv] -= g
+                    rack_pool[srv // S] -= g
                 pool_total -= incumbent.gpus
                 fits.clear()
             else:
@@ -417,9 +454,8 @@ class DallyPolicy(BasePolicy):
                 failed.add((job.gpus, level))
             else:
                 if self.auto_tune:
-                    got = shape_of(placement, view.cluster.servers_per_rack).level
+                    got = _level_of(placement, view.cluster.servers_per_rack)
                     self.tuner.record(job.gpus, got, view.waited(job) / self.lease_s, view.now)
-                    self._timer_cache_at = -math.inf
                 return Place(job.index, level)
         self._ask_wakeups(view)
         return WAIT

@@ -187,6 +187,9 @@ class TiresiasPolicy(PriorityPreemptive, BasePolicy):
     _starve: list[tuple[float, int, float]] = field(default_factory=list, repr=False)
     _new_preempted: list[int] = field(default_factory=list, repr=False)
     _levels: dict[tuple[str, int], Level] = field(default_factory=dict, repr=False)
+    # waiting jobs per level and GPU demand (``_pending_sizes``), and each one's
+    _pend_sizes: dict[Level, dict[int, int]] = field(default_factory=dict, repr=False)
+    _pend_lg: dict[int, tuple[Level, int]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self._edges = [t - 1e-6 * t for t in self.thresholds_gpu_s]
@@ -211,6 +214,8 @@ class TiresiasPolicy(PriorityPreemptive, BasePolicy):
         self._starve.clear()
         self._new_preempted.clear()
         self._levels.clear()
+        self._pend_sizes.clear()
+        self._pend_lg.clear()
 
     # -- scheduling --------------------------------------------------------
     def service(self, view: EngineView, job: Job) -> float:
@@ -281,6 +286,8 @@ class TiresiasPolicy(PriorityPreemptive, BasePolicy):
         if len(self._pend) != len(view.pending):
             self._pend.clear()
             self._pend_entry.clear()
+            self._pend_sizes.clear()
+            self._pend_lg.clear()
             for job in view.pending:
                 self._pend_add(view, job)
 
@@ -290,12 +297,27 @@ class TiresiasPolicy(PriorityPreemptive, BasePolicy):
         entry = (self.key(view, job), job.index)
         self._pend_entry[job.index] = entry
         insort(self._pend, (entry, job))
+        lg = (self.level_of(view, job), job.gpus)
+        self._pend_lg[job.index] = lg
+        counts = self._pend_sizes.setdefault(lg[0], {})
+        counts[lg[1]] = counts.get(lg[1], 0) + 1
 
     def _pend_remove(self, index: int) -> None:
         entry = self._pend_entry.pop(index, None)
         if entry is not None:
             # (entry,) sorts just before (entry, job): bisect_left finds it
             del self._pend[bisect_left(self._pend, (entry,))]
+            level, gpus = self._pend_lg.pop(index)
+            counts = self._pend_sizes[level]
+            if counts[gpus] == 1:
+                del counts[gpus]
+                if not counts:
+                    del self._pend_sizes[level]
+            else:
+                counts[gpus] -= 1
+
+    def _pending_sizes(self, view: EngineView) -> dict[Level, int] | None:
+        return {level: min(counts) for level, counts in self._pend_sizes.items()}
 
     def _pending_order(self, view: EngineView) -> Iterable[tuple[Any, Job]]:
         return self._pend  # read only by ``schedule`` (which never changes it)

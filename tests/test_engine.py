@@ -337,3 +337,64 @@ def test_live_attained_and_efficiency_include_the_running_segment():
     e = B / 1e15
     assert job.efficiency == 0.0
     assert view.efficiency(job) == pytest.approx(0.5 / (0.5 + e), rel=1e-12)
+
+
+def _victims_by_placement(view, job, level, candidates):
+    """The reference ``victims_for``: the packer itself on copies of the free
+    GPUs after each prefix of victims (as it was before the counting rewrite)."""
+    from ddl_gym.baselines.common import fits, free_after
+
+    cluster = view.cluster
+    chosen = []
+    for victim in candidates:
+        chosen.append(victim)
+        total = view.total_free + sum(v.gpus for v in chosen)
+        if total >= job.gpus and fits(cluster, free_after(view, chosen), job.gpus, level):
+            break
+    else:
+        return None
+    for victim in list(chosen[:-1]):
+        rest = [v for v in chosen if v is not victim]
+        if fits(cluster, free_after(view, rest), job.gpus, level):
+            chosen = rest
+    return chosen
+
+
+def test_victims_for_matches_the_packer():
+    """``victims_for`` decides "fits" by free counts per server, rack and
+    cluster; on random packed clusters it picks exactly the victims the packer
+    itself (``find_placement`` on copies) would, for every level and size."""
+    import random
+
+    from ddl_gym.baselines.common import victims_for
+
+    rng = random.Random(11)
+    for racks, S, G in ((3, 4, 8), (2, 2, 4), (4, 2, 2)):
+        cluster = Cluster(racks, S, G, toy_fabric())
+        sizes = [1, 1, 2, 3, G, G + 1, 2 * G, S * G, S * G + 1]
+        for trial in range(12):
+            rows = [
+                (f"j{i}", 0.0, rng.choice(sizes[:-1]), "resnet18", 1000.0, 1.0)
+                for i in range(3 * racks * S)
+            ]
+            engine = Engine(make_trace(rows), cluster)
+            if not engine.pending:
+                engine.advance()  # the arrivals
+            view = EngineView(engine)
+            for job in list(engine.pending):
+                level = rng.choice(list(Level))
+                if engine.placement_for(job, level) is not None:
+                    engine.place(job.index, level)
+            running = list(view.running)
+            for gpus in sorted(set(sizes)):
+                probe = next((j for j in engine.pending if j.gpus == gpus), None)
+                if probe is None:
+                    continue
+                for level in Level:
+                    order = running[:]
+                    rng.shuffle(order)
+                    want = _victims_by_placement(view, probe, level, order)
+                    got = victims_for(view, probe, level, order)
+                    assert (got is None) == (want is None), (trial, gpus, level)
+                    if got is not None:
+                        assert [v.index for v in got] == [v.index for v in want]

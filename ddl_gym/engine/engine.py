@@ -629,7 +629,9 @@ class Engine:
         compute = job.compute_time
         comm = job.comm_time
         if job.status == Status.RUNNING:
-            dt = self.now - max(job.last_update, job.busy_until)
+            last = job.last_update
+            busy = job.busy_until
+            dt = self.now - (busy if busy > last else last)
             if dt > 0:
                 compute += dt * job.t_compute / job.t_iter
                 comm += dt * job.exposed / job.t_iter

@@ -54,6 +54,12 @@ def roll(b: float, lease_s: float, t: float, strict: bool) -> float:
     binade (and may round) are taken one at a time.
     """
     L = lease_s
+    # the common case: a few single steps reach ``t`` (same sums as below)
+    for _ in range(3):
+        if b > t or (b == t and not strict):
+            return b
+        out = b + L
+        b = out if out > b else math.nextafter(b, math.inf)
     while b < t or (strict and b == t):
         if b > 0.0:
             ulp = math.ulp(b)
@@ -166,7 +172,9 @@ class LazyLeases:
                 continue
             true = self.at[j]
             if true <= now:
-                true = self.at[j] = roll(true, L, now, strict=True)
+                nb = true + L  # one step suffices (roll's own first step)
+                true = nb if now < nb else roll(true, L, now, strict=True)
+                self.at[j] = true
             if true == b:
                 return b
             heapq.heapreplace(heap, (true, seq, j, token))
@@ -179,14 +187,17 @@ class LazyLeases:
         q = self._bucket(t)
         n = self._n_phases
         hits: list[Job] = []
+        at = self.at
+        phase = self._phase
         for k in {(q - 1) % n, q, (q + 1) % n}:
-            for j in self._phase.get(k, ()):
-                b = self.at[j]
+            for j in phase.get(k, ()):
+                b = at[j]
                 if b < t:
-                    b = roll(b, L, t, strict=False)
+                    nb = b + L  # one step suffices (roll's own first step)
+                    b = nb if t <= nb and nb > b else roll(b, L, t, strict=False)
                 if b == t:
                     hits.append(jobs[j])
                     b = _step(b, L)
-                self.at[j] = b
+                at[j] = b
         hits.sort(key=lambda job: (job.started_at, job.index))
         return hits

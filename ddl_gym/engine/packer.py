@@ -194,5 +194,18 @@ class FreeIndex:
             return _fill(free, range(best_rack * S, (best_rack + 1) * S), gpus)
         if level == Level.RACK:
             return None
-        # several racks: rare (a job larger than any rack's free GPUs)
-        return find_placement(free, rack_free, S, self.G, gpus, level)
+        # several racks: steps 1 and 2 failed above, so only
+        # ``find_placement``'s last step (the same code) is left
+        if sum(rack_free) < gpus:
+            return None
+        placement: list[tuple[int, int]] = []
+        need = gpus
+        for r in sorted(range(len(rack_free)), key=lambda r: (-rack_free[r], r)):
+            if rack_free[r] == 0:
+                break
+            take = min(need, rack_free[r])
+            placement.extend(_fill(free, range(r * S, (r + 1) * S), take))
+            need -= take
+            if need == 0:
+                return placement
+        raise AssertionError("racks do not hold enough free GPUs")
