@@ -202,3 +202,32 @@ def test_config_round_trips_through_toml_and_json(tmp_path):
     path.write_text("[env]\ncongestoin = 1\n")
     with pytest.raises(ValueError, match="unknown keys"):
         TrainConfig.load(path)
+
+
+@pytest.mark.parametrize(
+    ("name", "changed"),
+    [
+        ("ablation_reward_slowdown", {"env.reward": "slowdown"}),
+        ("ablation_no_curriculum", {"env.windows_h": [24.0]}),
+        (
+            "ablation_no_levers",
+            {"env.preempt": False, "env.preempt_budget": 0, "env.tick_s": None},
+        ),
+    ],
+)
+def test_ablation_configs_change_only_their_lever(name, changed):
+    """Each ablation in docs/agents.md is the shipped config with one thing
+    changed; any other drift would make its row incomparable."""
+    models = DEFAULT_MODEL.parent
+
+    def flat(cfg: TrainConfig) -> dict:
+        return {
+            sec if k is None else f"{sec}.{k}": v
+            for sec, d in cfg.to_dict().items()
+            for k, v in (d.items() if isinstance(d, dict) else [(None, d)])
+        }
+
+    base = flat(TrainConfig.load(models / "default.toml"))
+    abl = flat(TrainConfig.load(models / f"{name}.toml"))
+    diff = {k: abl[k] for k in base if abl[k] != base[k]}
+    assert diff == changed
