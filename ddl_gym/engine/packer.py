@@ -89,7 +89,17 @@ def find_placement(
             best_rack, best_key = r, key
     if best_rack is not None:
         return _fill(free, range(best_rack * S, (best_rack + 1) * S), gpus)
-    if level == Level.RACK or sum(rack_free) < gpus:
+    if level == Level.RACK:
+        return None
+    return _fill_across_racks(free, rack_free, S, gpus)
+
+
+def _fill_across_racks(
+    free: list[int], rack_free: list[int], S: int, gpus: int
+) -> list[tuple[int, int]] | None:
+    """The last step of ``find_placement`` (no single rack fits): fill the
+    racks with the most free GPUs first; None if the cluster is short."""
+    if sum(rack_free) < gpus:
         return None
     placement: list[tuple[int, int]] = []
     need = gpus
@@ -195,17 +205,5 @@ class FreeIndex:
         if level == Level.RACK:
             return None
         # several racks: steps 1 and 2 failed above, so only
-        # ``find_placement``'s last step (the same code) is left
-        if sum(rack_free) < gpus:
-            return None
-        placement: list[tuple[int, int]] = []
-        need = gpus
-        for r in sorted(range(len(rack_free)), key=lambda r: (-rack_free[r], r)):
-            if rack_free[r] == 0:
-                break
-            take = min(need, rack_free[r])
-            placement.extend(_fill(free, range(r * S, (r + 1) * S), take))
-            need -= take
-            if need == 0:
-                return placement
-        raise AssertionError("racks do not hold enough free GPUs")
+        # ``find_placement``'s last step is left
+        return _fill_across_racks(free, rack_free, S, gpus)
