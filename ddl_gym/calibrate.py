@@ -654,17 +654,7 @@ def calibrate_server(prior: Fabric, rows: pd.DataFrame) -> Fabric:
     """``prior`` with its GPU link bandwidth refitted to a few single-server
     rows of the new hardware (everything else, the NIC included, stays the
     prior's: single-server rows cannot see it)."""
-    if rows.empty:
-        return prior
-    fit = fit_fabric(
-        rows,
-        prior,
-        algorithm=prior.algorithm,
-        name=prior.name,
-        free=("gpu_link.bandwidth",),
-        comm_scale=False,
-    )
-    return fit.fabric
+    return _refit_one(prior, rows, "gpu_link.bandwidth")
 
 
 def calibrate_network(prior: Fabric, rows: pd.DataFrame) -> Fabric:
@@ -672,15 +662,15 @@ def calibrate_network(prior: Fabric, rows: pd.DataFrame) -> Fabric:
     the new hardware: for a table with no single-server rows (Chronus), what
     a few small spread runs could tell. Not part of the leave-one-cluster-out
     protocol (which allows single-server rows only); reported beside it."""
+    return _refit_one(prior, rows, "nic.bandwidth")
+
+
+def _refit_one(prior: Fabric, rows: pd.DataFrame, param: str) -> Fabric:
+    """``prior`` with the one parameter ``param`` refitted to ``rows``."""
     if rows.empty:
         return prior
     fit = fit_fabric(
-        rows,
-        prior,
-        algorithm=prior.algorithm,
-        name=prior.name,
-        free=("nic.bandwidth",),
-        comm_scale=False,
+        rows, prior, algorithm=prior.algorithm, name=prior.name, free=(param,), comm_scale=False
     )
     return fit.fabric
 
