@@ -148,24 +148,8 @@ def fixed_windows(parts: Sequence[Trace], n: int, window_s: float | None, seed: 
 def cluster_env(env: EnvConfig, traces: Sequence[Trace], window_s: float | None) -> ClusterEnv:
     if env.obs not in ("flat", "set"):
         raise ValueError(f"unknown obs {env.obs!r}: 'flat' or 'set'")
-    if env.obs == "set":
-        return SetClusterEnv(
-            trace=list(traces),
-            cluster=env.cluster,
-            fabric=env.fabric,
-            congestion=env.congestion,
-            K=env.K,
-            M=env.M,
-            preempt_budget=env.preempt_budget,
-            lease_s=env.lease_s,
-            tick_s=env.tick_s,
-            restore_s_per_gpu=env.restore_s_per_gpu,
-            reward=env.reward,
-            time_scale_s=env.time_scale_s,
-            max_steps=env.max_steps,
-            window_s=window_s,
-        )
-    return ClusterEnv(
+    # arguments both observation kinds take
+    common = dict(
         trace=list(traces),
         cluster=env.cluster,
         fabric=env.fabric,
@@ -179,8 +163,10 @@ def cluster_env(env: EnvConfig, traces: Sequence[Trace], window_s: float | None)
         time_scale_s=env.time_scale_s,
         max_steps=env.max_steps,
         window_s=window_s,
-        queue_order=env.queue_order,
     )
+    if env.obs == "set":
+        return SetClusterEnv(**common, preempt_budget=env.preempt_budget)
+    return ClusterEnv(**common, queue_order=env.queue_order)
 
 
 def flatten_obs(obs: dict[str, np.ndarray] | np.ndarray) -> np.ndarray:
