@@ -133,6 +133,21 @@ CONFIGURATION_PARAMS: dict[tuple[str, str], int] = {
 }
 
 
+# The hardware each table says it was measured on (what a user predicting it
+# would know). A cluster missing here states none, and the leave-one-cluster-
+# out transfer then has nothing to tie it to the measured generations
+# (``calibrate.UNKNOWN_HARDWARE_FABRIC``). Chronus: its artifact
+# (S-Lab-System-Group/ChronusArtifact, ``code/options.py`` and
+# ``code/server/profiler.py``) simulates and profiles nodes of 8 GPUs, 64 CPU
+# cores and 256 GB, and names no GPU type, interconnect or network.
+STATED_HARDWARE: dict[str, str] = {
+    "gavel_k80": "NVIDIA K80 servers of up to 8 GPUs (Gavel)",
+    "gavel_p100": "NVIDIA P100 servers of up to 8 GPUs (Gavel)",
+    "gavel_v100": "NVIDIA V100 servers of up to 8 GPUs (Gavel)",
+    "pollux_t4": "AWS g4dn.12xlarge: 4 NVIDIA T4 per node, 50 Gb/s NIC (Pollux)",
+}
+
+
 def configuration_factor(cluster: str, model: str) -> float:
     """Gradient bytes of the configuration of ``model`` that ``cluster``'s
     table measured, over the catalogue's (1.0 where they agree).

@@ -537,17 +537,43 @@ def test_leave_one_cluster_out_recovers_shared_hardware_and_skips_calibration_ro
         parts.append(_synthetic(fabric).assign(cluster=name))
     df = pd.concat(parts, ignore_index=True)
     fits = {c: FitResult(truth, (), 1, 0.0, True, "truth") for c in ("a", "b", "slow")}
-    pred0, used0 = predict_leave_one_cluster_out(df, fits, k=0)
+    # None: pool links for every cluster (these made-up ones state no hardware)
+    pred0, used0 = predict_leave_one_cluster_out(df, fits, k=0, unknown_hardware=None)
     assert not used0.any()
     err0 = abs_rel_error(df, pred0)
     is_slow = (df["cluster"] == "slow").to_numpy()
     assert np.nanmax(err0[~is_slow]) < 1e-9
     machine = (df["s"] == 1).to_numpy() & (df["n"] > 1).to_numpy()
     assert np.median(err0[is_slow & machine]) > 0.05  # the prior's GPU link is wrong there
-    pred3, used3 = predict_leave_one_cluster_out(df, fits, k=3, seed=0)
+    pred3, used3 = predict_leave_one_cluster_out(df, fits, k=3, seed=0, unknown_hardware=None)
     assert used3.sum() == 9 and np.isnan(pred3[used3]).all()
     err3 = abs_rel_error(df, pred3)
     assert np.nanmax(err3[is_slow & machine]) < 1e-3
+
+
+def test_leave_one_cluster_out_gives_unstated_hardware_the_default_fabric():
+    """A cluster that states its hardware (``measured.STATED_HARDWARE``) is
+    predicted from the pooled links; one that does not, from the default
+    fabric's links with the pooled model cards, whatever its measurements."""
+    from ddl_gym.calibrate import UNKNOWN_HARDWARE_FABRIC, predict_leave_one_cluster_out
+    from ddl_gym.measured import STATED_HARDWARE
+
+    truth = _truth("shared", gpu_link_sharing=0.4)
+    fits = {c: _fit_of(truth, resnet50=2.0) for c in ("gavel_k80", "gavel_p100", "mystery")}
+    assert "gavel_k80" in STATED_HARDWARE and "mystery" not in STATED_HARDWARE
+    assert "chronus" not in STATED_HARDWARE  # its artifact names no GPU or network
+    parts = [_synthetic(truth).assign(cluster=c) for c in fits]
+    df = pd.concat(parts, ignore_index=True)
+    pred, _ = predict_leave_one_cluster_out(df, fits, k=0)
+    pooled, _ = predict_leave_one_cluster_out(df, fits, k=0, unknown_hardware=None)
+    default = replace(FABRICS[UNKNOWN_HARDWARE_FABRIC], comm_scale=(("resnet50", 2.0),))
+    for c in fits:
+        m = (df["cluster"] == c).to_numpy()
+        want = predict_ratio(df[m], default if c == "mystery" else fits[c].fabric)
+        assert np.allclose(pred[m], want, rtol=1e-12)
+        assert np.allclose(pooled[m], predict_ratio(df[m], fits[c].fabric), rtol=1e-12)
+    mystery = (df["cluster"] == "mystery").to_numpy()
+    assert not np.allclose(pred[mystery], pooled[mystery])  # the rule did change it
 
 
 # -- stragglers: Alibaba PAI worker spread ------------------------------------------
@@ -675,6 +701,27 @@ def test_monotone_floor_counts_points_no_data_parallel_model_can_reach():
     out = monotone_floor(lone).set_index("cluster").loc["w"]
     assert out["missed by > 15%"] == 2
     assert out["best median"] == pytest.approx(0.25, abs=1e-6)
+
+
+def test_comm_time_floor_one_value_per_model_and_gpu_count_non_decreasing():
+    """One model on one server, 1-GPU time 1 s, no overlap. At 2 GPUs jobs
+    measure 1.5, 2.0 and 3.0 s, at 4 GPUs 1.2 s. One communication time per
+    GPU count, not falling from 2 to 4 GPUs: within 15 %, 1.5 and 2.0 share
+    C in [0.7, 0.725] and then 1.2 (C <= 0.38) is out, so 2 of 4 are missed
+    (3 without the order). Half the points within t: 1.5 and 1.2 at
+    0.5 - 1.5 t <= 0.2 + 1.2 t, t = 1/9."""
+    from ddl_gym.calibrate import comm_time_floor
+
+    rows = [("a", (2,), 1.5), ("b", (2,), 2.0), ("c", (2,), 3.0), ("d", (4,), 1.2)]
+    df = _rows("v", [(j, p, r, r) for j, p, r in rows]).assign(t_compute=1.0)
+    spread = _rows("v", [("e", (1, 1), 0.5, 0.5)]).assign(t_compute=1.0)  # not one server
+    out = comm_time_floor(pd.concat([df, spread]), overlaps=(0.0,)).set_index("cluster").loc["v"]
+    assert out["points"] == 4
+    assert out["missed by > 15%"] == 2
+    assert out["best median"] == pytest.approx(1 / 9, abs=1e-4)
+    # with the 4-GPU point alone a value fits it exactly
+    alone = comm_time_floor(df[df["job"] == "d"], overlaps=(0.0,)).set_index("cluster").loc["v"]
+    assert alone["missed by > 15%"] == 0 and alone["best median"] == pytest.approx(0, abs=1e-4)
 
 
 def test_ratio_predictor_arrays_equal_perf_model_allreduce():
