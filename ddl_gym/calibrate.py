@@ -911,3 +911,42 @@ def comm_time_floor(
             }
         )
     return pd.DataFrame(rows)
+
+
+def exposed_growth(df: pd.DataFrame, gpus: tuple[int, int, int] = (2, 4, 8)) -> pd.DataFrame:
+    """How a job's exposed communication time on one server grows with its
+    GPUs: ``c(g) = t_iter(g) - t_1GPU`` at ``gpus`` = (a, b, c), per job that
+    has all three and a positive ``c`` at each.
+
+    Every form here gives ``c(b)**2 >= c(a) * c(c)`` on one server
+    (log-concave: the growth from b to c is no faster than from a to b; a
+    ring's traffic per GPU saturates at 2x, its latency steps grow linearly,
+    and hiding part of it behind the backward pass does not turn that round
+    while all three stay positive; tested). A job that grows faster from b to
+    c ("log-convex") needs a cost that only its larger placements show, e.g.
+    a ring crossing the server's two CPU sockets, which a fit that holds those
+    placements out cannot learn. Per cluster: jobs, how many are log-convex,
+    and the median growth factors.
+    """
+    a, b, c = gpus
+    d = df[(~df["is_reference"].to_numpy()) & (df["s"].to_numpy() == 1) & df["t_iter"].notna()]
+    d = d.assign(exposed=d["t_iter"] - d["t_compute"])
+    rows = []
+    for cluster, part in d.groupby("cluster", sort=True):
+        wide = part.pivot_table(index="job", columns="n", values="exposed")
+        if not {a, b, c} <= set(wide.columns):
+            continue
+        wide = wide[[a, b, c]].dropna()
+        wide = wide[(wide > 0).all(axis=1)]
+        if wide.empty:
+            continue
+        rows.append(
+            {
+                "cluster": cluster,
+                "jobs": len(wide),
+                "log-convex": int((wide[b] ** 2 < wide[a] * wide[c]).sum()),
+                f"c({b}) / c({a})": float((wide[b] / wide[a]).median()),
+                f"c({c}) / c({b})": float((wide[c] / wide[b]).median()),
+            }
+        )
+    return pd.DataFrame(rows)

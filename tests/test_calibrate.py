@@ -724,6 +724,63 @@ def test_comm_time_floor_one_value_per_model_and_gpu_count_non_decreasing():
     assert alone["missed by > 15%"] == 0 and alone["best median"] == pytest.approx(0, abs=1e-4)
 
 
+def test_every_form_grows_exposed_comm_log_concavely_on_one_server():
+    """The premise of ``exposed_growth``: on one server, every all-reduce
+    form, for any links, latencies, sharing exponent, multiplier, overlap and
+    compute time, gives exposed times with c(4)**2 >= c(2) * c(8) whenever
+    all three are positive (random fabrics, seeded)."""
+    rng = np.random.default_rng(7)
+    rows = [
+        (m, t_c, (g,))
+        for m in ("resnet50", "bert_base", "vgg16")
+        for t_c in (0.005, 0.05, 0.5)
+        for g in (2, 4, 8)
+    ]
+    df = pd.DataFrame(
+        {
+            "model": [m for m, _, _ in rows],
+            "t_compute": [t for _, t, _ in rows],
+            "placement": [p for _, _, p in rows],
+            "n": [p[0] for _, _, p in rows],
+            "g": [p[0] for _, _, p in rows],
+            "s": 1,
+            "ref_placement": [(1,)] * len(rows),
+        }
+    )
+    t_c = df["t_compute"].to_numpy()
+    checked = 0
+    for _ in range(300):
+        fabric = replace(
+            FABRICS["pcie_25gbe"],
+            algorithm=str(rng.choice(["ring", "hierarchical", "shared"])),
+            gpu_link=Link(10 ** rng.uniform(8, 12), 10 ** rng.uniform(-7, -3)),
+            overlap=float(rng.uniform(0, 1)),
+            gpu_link_sharing=float(rng.uniform(0, 1)),
+            bucket_bytes=None if rng.random() < 0.3 else 25e6,
+            comm_scale={"vgg16": float(10 ** rng.uniform(-1, 1))},
+        )
+        c = ((predict_ratio(df, fabric) - 1) * t_c).reshape(-1, 3)  # (2, 4, 8) per job
+        pos = (c > 1e-12).all(axis=1)
+        checked += int(pos.sum())
+        assert (c[pos, 1] ** 2 >= c[pos, 0] * c[pos, 2] * (1 - 1e-9)).all()
+    assert checked > 500
+
+
+def test_exposed_growth_counts_log_convex_jobs():
+    """Exposed times 10, 20, 30 ms (x2, x1.5: log-concave) and 10, 15, 30 ms
+    (x1.5, x2: log-convex); a job with an exposed time <= 0 is left out."""
+    from ddl_gym.calibrate import exposed_growth
+
+    rows = []
+    for job, exposed in (("a", (0.01, 0.02, 0.03)), ("b", (0.01, 0.015, 0.03)), ("z", (0, 1, 2))):
+        rows += [(job, (g,), 1.0 + e, 1.0 + e) for g, e in zip((2, 4, 8), exposed, strict=True)]
+    df = _rows("p", rows + [("a", (1, 1), 9.0, 9.0)]).assign(t_compute=1.0)
+    out = exposed_growth(df).set_index("cluster").loc["p"]
+    assert out["jobs"] == 2 and out["log-convex"] == 1
+    assert out["c(4) / c(2)"] == pytest.approx((2.0 + 1.5) / 2)
+    assert out["c(8) / c(4)"] == pytest.approx((1.5 + 2.0) / 2)
+
+
 def test_ratio_predictor_arrays_equal_perf_model_allreduce():
     """The vectorised all-reduce of the fits is PerfModel's, pair by pair, in
     all three forms, with sharing exponents, multipliers, latencies, DDP

@@ -37,6 +37,7 @@ from ddl_gym.calibrate import (
     count_model_folds,
     count_placement_folds,
     error_table,
+    exposed_growth,
     fit_fabric,
     monotone_floor,
     placement_folds,
@@ -299,6 +300,7 @@ def _limits(
         f"{_pick(df, err_loco[k_hi], v100[0], 'multi-node'):.1%} (its spread "
         "cost grows faster with the GPU count than the pooled links "
         "predict).",
+        *_p100_line(df, err_pl, fitted_err, extra["growth"]),
         "* **Chronus** gives only spread-over-packed ratios: no compute "
         "times (the catalogue's estimates are used), no single-server rows "
         "(so k > 0 cannot calibrate it) and no stated hardware (its artifact "
@@ -337,6 +339,48 @@ def _limits(
         "'unconsolidated' uses; we assume one GPU per server.",
     ]
     return lines
+
+
+def _p100_line(
+    df: pd.DataFrame, err_pl: np.ndarray, fitted_err: np.ndarray, growth: pd.DataFrame
+) -> list[str]:
+    """The within-cluster CV bullet of Gavel P100 (empty without it)."""
+    c = "gavel_p100"
+    row = growth[growth["cluster"] == c]
+    if row.empty:
+        return []
+    r = row.iloc[0]
+    k80 = growth[growth["cluster"] == "gavel_k80"]
+    k80_text = (
+        f" (K80: {int(k80.iloc[0]['log-convex'])} of {int(k80.iloc[0]['jobs'])})"
+        if len(k80)
+        else ""
+    )
+    eight = (
+        (df["cluster"].to_numpy() == c)
+        & (df["s"].to_numpy() == 1)
+        & (df["n"].to_numpy() == 8)
+        & ~np.isnan(err_pl)
+    )
+    return [
+        "* **Gavel P100, within-cluster CV.** The CV holds out whole "
+        "placements, and the table has one per GPU count and level, so the "
+        "8-GPU server is predicted from 2 and 4 GPUs: its median error is "
+        f"{np.median(err_pl[eight]):.1%} (the level: "
+        f"{_pick(df, err_pl, c, 'machine'):.1%}; in-sample "
+        f"{_pick(df, fitted_err, c, 'machine'):.1%}). On P100 the exposed "
+        f"communication time grows x{r.iloc[3]:.2f} from 2 to 4 GPUs and "
+        f"x{r.iloc[4]:.2f} from 4 to 8 (median over jobs); "
+        f"{int(r['log-convex'])} of {int(r['jobs'])} jobs grow faster from "
+        f"4 to 8{k80_text}, which no form here produces (table above): the "
+        "8-GPU server has a cost of its own, e.g. a ring crossing its two "
+        "CPU sockets, that a fit without 8-GPU points cannot learn. Reaching "
+        "10 % would need that term set from the hardware (how many GPUs "
+        "share a socket, the socket link's speed), which Gavel does not "
+        "state. Across servers the CV misses on batch size instead: LM and "
+        "Transformer spread over servers cost more with larger batches, "
+        "where a fixed all-reduce predicts less.",
+    ]
 
 
 def _transfer_table(
@@ -408,6 +452,7 @@ def run(
     noise = repeat_spread(df, second)
     floor = monotone_floor(df)
     comm_floor = comm_time_floor(df)
+    growth = exposed_growth(df)
 
     folds = placement_folds(df, k=4, seed=seed)
     total = (
@@ -779,6 +824,15 @@ def run(
         "",
         _md(comm_floor, "{:.1%}"),
         "",
+        "Growth of the exposed communication time on one server, c(g) = "
+        "t_iter(g GPUs) - t_1GPU, per job measured at 2, 4 and 8 GPUs with "
+        "all three positive (`calibrate.exposed_growth`). Every form here "
+        "gives c(4)^2 >= c(2) c(8) (grows no faster from 4 to 8 GPUs than "
+        "from 2 to 4; tested over random fabrics): a `log-convex` job needs a "
+        "cost that only its 8-GPU placement shows.",
+        "",
+        _md(growth, "{:.2f}"),
+        "",
         "## Stragglers",
         "",
         *_straggler_lines(data_dir),
@@ -821,6 +875,7 @@ def run(
                 "err_all_rows": err_all_rows,
                 "err_pooled": err_pooled,
                 "comm_floor": comm_floor,
+                "growth": growth,
             },
         ),
         "",
