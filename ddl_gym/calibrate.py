@@ -22,7 +22,8 @@ model's multiplier as a card relative to the configuration each table ran,
 :func:`ddl_gym.measured.configuration_factor`); :func:`calibrate_server`
 refits the GPU link to a few single-server rows of the new hardware, and
 :func:`predict_leave_one_cluster_out` scores the whole chain by holding each
-measured cluster out in turn.
+measured cluster out in turn (:func:`draw_table` summarizes it over several
+seeded draws of the calibration rows).
 
 What the tables themselves allow: :func:`repeat_spread` measures how far a
 measurement is from a repeat of it (the noise floor of any model), and
@@ -721,6 +722,69 @@ def predict_leave_one_cluster_out(
         used[idx[calib]] = True
     pred[used] = np.nan
     return pred, used
+
+
+# How many seeded draws of the k calibration rows the leave-one-cluster-out
+# figure at k > 0 is the median of. Which 3 rows a user happens to measure
+# moves a cluster's median error by several points (Gavel K80 on one server:
+# 5-24 % over five draws), so one draw says little; odd, so the reported
+# median is one draw's own figure. A draw costs about 0.1 s CPU on the data.
+CALIBRATION_DRAWS = 9
+
+
+def draw_seeds(seed: int, draws: int = CALIBRATION_DRAWS) -> list[int]:
+    """Calibration-row seeds of ``draws`` draws: ``seed``, ``seed + 1``, ..."""
+    if draws < 1:
+        raise ValueError(f"draws must be at least 1, got {draws}")
+    return [seed + i for i in range(draws)]
+
+
+def predict_leave_one_cluster_out_draws(
+    df: pd.DataFrame,
+    fits: dict[str, FitResult],
+    k: int,
+    seed: int = 0,
+    draws: int = CALIBRATION_DRAWS,
+    unknown_hardware: Fabric | str | None = UNKNOWN_HARDWARE_FABRIC,
+) -> list[np.ndarray]:
+    """:func:`predict_leave_one_cluster_out` once per seed of
+    :func:`draw_seeds`: one prediction per draw of the ``k`` calibration
+    rows (NaN on that draw's rows). With ``k <= 0`` nothing is drawn, so
+    there is one prediction."""
+    seeds = draw_seeds(seed, draws) if k > 0 else [seed]
+    return [predict_leave_one_cluster_out(df, fits, k, s, unknown_hardware)[0] for s in seeds]
+
+
+def draw_table(
+    df: pd.DataFrame, errs: Sequence[np.ndarray], by: Sequence[str] = ("cluster", "level")
+) -> pd.DataFrame:
+    """:func:`error_table` of each draw's errors (NaN rows, its calibration
+    rows, left out), summarized over the draws per group: ``median`` is the
+    median over draws of the draw's median error, ``lo`` and ``hi`` the
+    smallest and largest draw's median, ``p90`` and ``max`` the median over
+    draws of those statistics, ``points`` the points a draw scores (the
+    fewest over draws) and ``draws`` how many draws scored the group.
+
+    The reported figure is a median over draws rather than one draw's,
+    because which few rows a user measures changes the fit they get."""
+    if not errs:
+        raise ValueError("draw_table needs at least one draw")
+    tables = []
+    for i, err in enumerate(errs):
+        ok = ~np.isnan(err)
+        tables.append(error_table(df[ok], err[ok], by).assign(draw=i))
+    g = pd.concat(tables, ignore_index=True).groupby(list(by), sort=True)
+    return pd.DataFrame(
+        {
+            "draws": g["draw"].nunique(),
+            "points": g["points"].min(),
+            "median": g["median"].median(),
+            "lo": g["median"].min(),
+            "hi": g["median"].max(),
+            "p90": g["p90"].median(),
+            "max": g["max"].median(),
+        }
+    ).reset_index()
 
 
 # -- what the tables themselves allow ---------------------------------------------

@@ -576,6 +576,109 @@ def test_leave_one_cluster_out_gives_unstated_hardware_the_default_fabric():
     assert not np.allclose(pred[mystery], pooled[mystery])  # the rule did change it
 
 
+def _draws_case() -> tuple[pd.DataFrame, list[np.ndarray]]:
+    """One cluster, three draws of errors (NaN: that draw's calibration rows),
+    with the figures worked out by hand in the tests below."""
+    df = pd.DataFrame(
+        {
+            "cluster": "a",
+            "level": ["machine"] * 3 + ["multi-node"] * 2 + ["machine"],
+            "is_reference": [False] * 5 + [True],
+        }
+    )
+    nan = np.nan
+    errs = [
+        np.array([0.1, 0.2, 0.3, 0.4, 0.4, 0.0]),  # machine median 0.2, p90 0.28
+        np.array([nan, 0.5, 0.7, 0.4, 0.4, 0.0]),  # 0.6, p90 0.68
+        np.array([0.05, 0.1, nan, 0.4, 0.4, 0.0]),  # 0.075, p90 0.095
+    ]
+    return df, errs
+
+
+def test_draw_table_reports_the_median_of_per_draw_figures():
+    """The figure is the median over draws of each draw's median (not the
+    median of the pooled errors, 0.2 here by chance too, nor one draw's),
+    with the smallest and largest draw's median beside it."""
+    from ddl_gym.calibrate import draw_table
+
+    df, errs = _draws_case()
+    t = draw_table(df, errs).set_index(["cluster", "level"])
+    m = t.loc[("a", "machine")]
+    assert m["draws"] == 3 and m["points"] == 2  # two draws score 2 of the 3 rows
+    assert m["median"] == pytest.approx(0.2)
+    assert (m["lo"], m["hi"]) == pytest.approx((0.075, 0.6))
+    assert m["p90"] == pytest.approx(0.28)  # median of 0.28, 0.68, 0.095
+    node = t.loc[("a", "multi-node")]
+    assert node["median"] == node["lo"] == node["hi"] == pytest.approx(0.4)
+    # Two draws: the median is their mean, a figure no single draw gave.
+    two = draw_table(df, errs[1:]).set_index(["cluster", "level"]).loc[("a", "machine")]
+    assert two["median"] == pytest.approx((0.6 + 0.075) / 2)
+    with pytest.raises(ValueError, match="at least one draw"):
+        draw_table(df, [])
+
+
+def test_report_transfer_cell_is_the_median_over_draws_with_its_range():
+    """``ddl-gym calibrate``'s transfer table at k > 0: median / p90 over
+    draws and the range of the draws' medians; no range where every draw
+    agrees, nor at k = 0 (one draw: nothing is drawn)."""
+    from ddl_gym.report.calibration import _loco_summary, _transfer_table
+
+    df, errs = _draws_case()
+    df = df.assign(ratio=1.0)
+    zero = np.zeros(len(df))
+    t = _transfer_table(df, zero, {0: errs[:1], 3: errs}, zero, {"p": zero}, zero, zero)
+    t = t.set_index("level")
+    col = "unseen, k=3: median of 3 draws (range)"
+    assert t.loc["machine", col] == "20.0% / 28.0% (7.5%-60.0%)"
+    assert t.loc["multi-node", col] == "40.0% / 40.0%"
+    assert t.loc["machine", "unseen, k=0"] == "20.0% / 28.0%"
+    head = _loco_summary(df, errs, 3).set_index("level")
+    assert head.loc["machine", "evaluation"] == "unseen hardware, k=3, median of 3 draws"
+    assert head.loc["machine", "median"] == pytest.approx(0.2)
+    assert head.loc["machine", "median, range over draws"] == "7.5%-60.0%"
+
+
+def test_leave_one_cluster_out_draws_are_seeded_and_differ():
+    """Draw i uses calibration-row seed ``seed + i``: the same seed gives the
+    same numbers, the draws calibrate on different rows, and at k = 0 there
+    is one draw."""
+    from ddl_gym.calibrate import (
+        FitResult,
+        draw_seeds,
+        predict_leave_one_cluster_out,
+        predict_leave_one_cluster_out_draws,
+    )
+
+    truth = _truth("shared", gpu_link_sharing=0.4)
+    other = replace(_truth("ring"), gpu_link=Link(3 * GB, 5 * US))  # a form the prior lacks
+    parts = [_synthetic(f).assign(cluster=c) for c, f in (("a", truth), ("b", truth), ("c", other))]
+    df = pd.concat(parts, ignore_index=True)
+    fits = {c: FitResult(truth, (), 1, 0.0, True, "truth") for c in ("a", "b", "c")}
+    kw = {"unknown_hardware": None}
+    preds = predict_leave_one_cluster_out_draws(df, fits, 3, seed=5, draws=3, **kw)
+    again = predict_leave_one_cluster_out_draws(df, fits, 3, seed=5, draws=3, **kw)
+    assert len(preds) == 3
+    for i, (p, q) in enumerate(zip(preds, again, strict=True)):
+        assert np.array_equal(p, q, equal_nan=True)
+        one, _ = predict_leave_one_cluster_out(df, fits, 3, 5 + i, **kw)
+        assert np.array_equal(p, one, equal_nan=True)
+    assert not np.array_equal(np.isnan(preds[0]), np.isnan(preds[1]))  # other rows drawn
+    c = (df["cluster"] == "c").to_numpy()
+    assert not np.allclose(np.nan_to_num(preds[0][c]), np.nan_to_num(preds[1][c]))  # other fits
+    assert len(predict_leave_one_cluster_out_draws(df, fits, 0, draws=3, **kw)) == 1
+    assert draw_seeds(5, 3) == [5, 6, 7]
+    with pytest.raises(ValueError, match="draws must be at least 1"):
+        draw_seeds(0, 0)
+
+
+def test_report_rejects_zero_draws(tmp_path):
+    from ddl_gym.report import calibration as script
+
+    with pytest.raises(SystemExit) as exc:
+        script.main(["--data", str(tmp_path), "--out", str(tmp_path), "--draws", "0"])
+    assert exc.value.code == 2
+
+
 # -- stragglers: Alibaba PAI worker spread ------------------------------------------
 
 

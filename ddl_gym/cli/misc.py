@@ -94,6 +94,12 @@ def register_calibrate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, help="where calibration.md/.png go (default: docs/)")
     p.add_argument("--loss", choices=["linear", "soft_l1", "cauchy"])
     p.add_argument("--seed", type=seed_arg)
+    p.add_argument(
+        "--draws",
+        type=int,
+        help="seeded draws of the calibration rows the leave-one-cluster-out figure at k > 0 "
+        "is the median of (default 9)",
+    )
     p.add_argument("--no-save", action="store_true", help="do not save fitted presets")
     p.add_argument("--clusters", help="measured clusters to use, comma-separated (default: all)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (tqdm, with ETA)")
@@ -114,6 +120,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         ("--out", args.out),
         ("--loss", args.loss),
         ("--seed", args.seed),
+        ("--draws", args.draws),
         ("--clusters", args.clusters),
     ):
         if value is not None:

@@ -6,7 +6,7 @@ evaluates the fits on data they did not see (held-out placements, held-out
 models, other clusters), saves the fitted presets and writes
 ``<out>/calibration.md`` and ``<out>/calibration.png``.
 
-    ddl-gym calibrate [--data DIR] [--out DIR] [--no-save]
+    ddl-gym calibrate [--data DIR] [--out DIR] [--no-save] [--draws N]
     python scripts/calibrate.py ...      # the same
 """
 
@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ddl_gym.calibrate import (
+    CALIBRATION_DRAWS,
     SCALE_PREFIX,
     TRANSFER_ALGORITHM,
     UNKNOWN_HARDWARE_FABRIC,
@@ -36,12 +37,15 @@ from ddl_gym.calibrate import (
     comm_time_floor,
     count_model_folds,
     count_placement_folds,
+    draw_seeds,
+    draw_table,
     error_table,
     exposed_growth,
     fit_fabric,
     monotone_floor,
     placement_folds,
     predict_leave_one_cluster_out,
+    predict_leave_one_cluster_out_draws,
     predict_leave_one_model_out,
     predict_placement_cv,
     predict_ratio,
@@ -96,6 +100,22 @@ def _level_summary(df: pd.DataFrame, err: np.ndarray, label: str) -> pd.DataFram
     """Median / p90 per level over the rows where ``err`` is known."""
     mask = ~np.isnan(err)
     t = error_table(df[mask], err[mask], by=("level",))
+    t.insert(0, "evaluation", label)
+    return t
+
+
+def _loco_summary(df: pd.DataFrame, errs: list[np.ndarray], k: int) -> pd.DataFrame:
+    """Headline rows of the leave-one-cluster-out at ``k``: per level, the
+    median over draws of each draw's statistics, and with several draws the
+    smallest and largest draw's median."""
+    t = draw_table(df, errs, by=("level",))
+    label = f"unseen hardware, k={k}"
+    if len(errs) > 1:
+        label += f", median of {len(errs)} draws"
+        t["median, range over draws"] = [
+            _range(lo, hi) for lo, hi in zip(t["lo"], t["hi"], strict=True)
+        ]
+    t = t.drop(columns=["draws", "lo", "hi"])
     t.insert(0, "evaluation", label)
     return t
 
@@ -201,29 +221,55 @@ def _pick(df: pd.DataFrame, err: np.ndarray, cluster: str, level: str) -> float:
     return float(np.median(e)) if len(e) else float("nan")
 
 
-def _model_medians(df: pd.DataFrame, err: np.ndarray, cluster: str, level: str) -> str:
-    """``model a%, model b%, ...`` of ``err`` over a cluster's level."""
-    m = (
-        (df["cluster"].to_numpy() == cluster)
-        & (df["level"].to_numpy() == level)
-        & ~df["is_reference"].to_numpy()
-        & ~np.isnan(err)
-    )
-    med = pd.Series(err[m]).groupby(df["model"].to_numpy()[m]).median()
+def _pick_draws(df: pd.DataFrame, errs: list[np.ndarray], cluster: str, level: str) -> float:
+    """:func:`_pick` of each draw's errors, the median over draws (NaN if no
+    draw scores the level)."""
+    picked = [v for e in errs if not np.isnan(v := _pick(df, e, cluster, level))]
+    return float(np.median(picked)) if picked else float("nan")
+
+
+def _range(lo: float, hi: float) -> str:
+    """``a%-b%``, or empty when every draw gives the same figure (at the
+    precision shown): the draw then does not matter there."""
+    a, b = f"{lo:.1%}", f"{hi:.1%}"
+    return "" if a == b else f"{a}-{b}"
+
+
+def _draw_range(df: pd.DataFrame, errs: list[np.ndarray], cluster: str, level: str) -> str:
+    """`` (a-b % over n draws)``: the smallest and largest draw's median of a
+    cluster's level; empty with one draw or when every draw agrees."""
+    picked = [v for e in errs if not np.isnan(v := _pick(df, e, cluster, level))]
+    text = _range(min(picked), max(picked)) if len(picked) > 1 else ""
+    return f" ({text} over {len(picked)} draws)" if text else ""
+
+
+def _model_medians(df: pd.DataFrame, errs: list[np.ndarray], cluster: str, level: str) -> str:
+    """``model a%, model b%, ...``: per model of a cluster's level, the
+    median over draws of the draw's median error."""
+    per_draw = []
+    for err in errs:
+        m = (
+            (df["cluster"].to_numpy() == cluster)
+            & (df["level"].to_numpy() == level)
+            & ~df["is_reference"].to_numpy()
+            & ~np.isnan(err)
+        )
+        per_draw.append(pd.Series(err[m]).groupby(df["model"].to_numpy()[m]).median())
+    med = pd.concat(per_draw, axis=1).median(axis=1)
     return ", ".join(f"{model} {v:.1%}" for model, v in med.items())
 
 
 def _limits(
     df: pd.DataFrame,
     err_pl: np.ndarray,
-    err_loco: dict[int, np.ndarray],
+    err_loco: dict[int, list[np.ndarray]],
     err_own: np.ndarray,
     err_none: np.ndarray,
     below_one: pd.Series,
     bias: dict[str, float],
     floor: pd.DataFrame,
     noise: pd.DataFrame,
-    net_err: dict[str, float],
+    net_err: dict[str, list[float]],
     extra: dict[str, object],
 ) -> list[str]:
     """The "what limits the fidelity" bullets, with this run's figures."""
@@ -261,8 +307,9 @@ def _limits(
         "parameters and its DeepSpeech2 41.2 M, where the catalogue's have "
         "5 M and 26 M). Pollux's bert and yolov3 are in no other table and "
         f"move their configuration's bytes. Pollux multi-node median at k = {k_hi}: "
-        f"{_pick(df, err_loco[k_hi], *pol):.1%} (per model: "
-        f"{_model_medians(df, err_loco[k_hi], *pol)}); with the same pooled "
+        f"{_pick_draws(df, err_loco[k_hi], *pol):.1%}{_draw_range(df, err_loco[k_hi], *pol)}; "
+        "per model, the median over draws: "
+        f"{_model_medians(df, err_loco[k_hi], *pol)}; with the same pooled "
         f"links but Pollux's own multipliers: {_pick(df, err_own, *pol):.1%}.",
         f"* **Gavel V100, one server.** {int(below_one.get(v100, 0))} of "
         f"{n_v100} packed V100 points run faster than linear scaling "
@@ -296,11 +343,12 @@ def _limits(
         "some draws (both tried for issue 16, not kept). Within-cluster CV "
         "there is "
         f"{_pick(df, err_pl, *v100):.1%}; unseen at k = {k_hi}: "
-        f"{_pick(df, err_loco[k_hi], *v100):.1%}. Across servers V100 is "
+        f"{_pick_draws(df, err_loco[k_hi], *v100):.1%}"
+        f"{_draw_range(df, err_loco[k_hi], *v100)}. Across servers V100 is "
         "not blocked this way: in-sample "
         f"{_pick(df, fitted_err, v100[0], 'multi-node'):.1%}, CV "
         f"{_pick(df, err_pl, v100[0], 'multi-node'):.1%}, unseen "
-        f"{_pick(df, err_loco[k_hi], v100[0], 'multi-node'):.1%} (its spread "
+        f"{_pick_draws(df, err_loco[k_hi], v100[0], 'multi-node'):.1%} (its spread "
         "cost grows faster with the GPU count than the pooled links "
         "predict).",
         *_p100_line(df, err_pl, fitted_err, extra["growth"]),
@@ -314,7 +362,7 @@ def _limits(
         "by what the table states, not by its measurements; the untuned "
         "presets' Chronus errors were in this report before the rule was "
         "written): "
-        f"{_pick(df, err_loco[0], 'chronus', 'multi-node'):.1%}. With the "
+        f"{_pick_draws(df, err_loco[0], 'chronus', 'multi-node'):.1%}. With the "
         "links pooled from the measured clusters instead, as for a cluster "
         "of stated hardware: "
         f"{_pick(df, err_pooled, 'chronus', 'multi-node'):.1%}; its ratios "
@@ -324,8 +372,13 @@ def _limits(
         f"at all gives {_pick(df, err_none, 'chronus', 'multi-node'):.1%}"
         + (
             f"; with the NIC refitted to {k_hi} of its multi-node rows "
-            f"(outside the protocol): {net_err['chronus']:.1%}."
-            if "chronus" in net_err
+            f"(outside the protocol): {np.median(net_err['chronus']):.1%}"
+            + (
+                f" ({r} over {len(net_err['chronus'])} draws)."
+                if (r := _range(min(net_err["chronus"]), max(net_err["chronus"])))
+                else "."
+            )
+            if net_err.get("chronus")
             else "."
         ),
         "* **Pollux 2-node placements.** On Pollux's T4 nodes, all-reduce over "
@@ -389,17 +442,20 @@ def _p100_line(
 def _transfer_table(
     df: pd.DataFrame,
     err_pl: np.ndarray,
-    err_loco: dict[int, np.ndarray],
+    err_loco: dict[int, list[np.ndarray]],
     err_all_rows: np.ndarray,
     default_err: dict[str, np.ndarray],
     err_own: np.ndarray,
     err_none: np.ndarray,
 ) -> pd.DataFrame:
     """Per cluster and level: within-cluster CV, leave-one-cluster-out at each
-    k and with every single-server row, the pooled links with the cluster's
-    own model terms, the best untuned preset and predicting no communication
+    k (over several draws of the calibration rows: the median over draws of
+    each draw's median / p90, and the smallest and largest draw's median) and
+    with every single-server row, the pooled links with the cluster's own
+    model terms, the best untuned preset and predicting no communication
     cost (median / p90)."""
     mask = ~df["is_reference"].to_numpy()
+    loco = {k: draw_table(df, errs).set_index(["cluster", "level"]) for k, errs in err_loco.items()}
     rows = []
     for (c, level), idx in df[mask].groupby(["cluster", "level"]).indices.items():
         at = np.flatnonzero(mask)[idx]
@@ -412,8 +468,16 @@ def _transfer_table(
             return f"{np.median(e):.1%} / {np.quantile(e, 0.9):.1%}"
 
         row = {"cluster": c, "level": level, "points": len(at), "within-cluster CV": stat(err_pl)}
-        for k, e in err_loco.items():
-            row[f"unseen, k={k}"] = stat(e)
+        for k, t in loco.items():
+            n = len(err_loco[k])
+            col = f"unseen, k={k}" + (f": median of {n} draws (range)" if n > 1 else "")
+            row[col] = ""
+            if (c, level) in t.index:
+                r = t.loc[(c, level)]
+                spread = _range(r["lo"], r["hi"]) if n > 1 else ""
+                row[col] = f"{r['median']:.1%} / {r['p90']:.1%}" + (
+                    f" ({spread})" if spread else ""
+                )
         row["unseen, k=all (in hindsight)"] = stat(err_all_rows)
         row["unseen links, own model terms"] = stat(err_own)
         best = min(default_err, key=lambda n: float(np.median(default_err[n][at])))
@@ -432,8 +496,11 @@ def run(
     seed: int,
     clusters: list[str] | None = None,
     progress: bool = True,
+    draws: int = CALIBRATION_DRAWS,
 ) -> str:
     from tqdm.auto import tqdm
+
+    seeds = draw_seeds(seed, draws)  # the calibration rows' draws (checks draws >= 1)
 
     t0 = time.process_time()
     df = load_measured(data_dir)
@@ -506,12 +573,12 @@ def run(
         df, base, loss=loss, progress=lambda: step("model CV"), algorithms=forms
     )
     err_lomo = abs_rel_error(df, pred_lomo)
-    err_loco: dict[int, np.ndarray] = {}
-    loco_pred: dict[int, np.ndarray] = {}
+    # Leave one cluster out: at k > 0, once per seeded draw of the k
+    # calibration rows (which rows a user measures moves the figure).
+    err_loco: dict[int, list[np.ndarray]] = {}
     for k in CALIBRATION_K:
-        pred, _ = predict_leave_one_cluster_out(df, transfer_fits, k, seed)
-        err_loco[k] = abs_rel_error(df, pred)
-        loco_pred[k] = pred
+        preds = predict_leave_one_cluster_out_draws(df, transfer_fits, k, seed, draws)
+        err_loco[k] = [abs_rel_error(df, pred) for pred in preds]
         step(f"leave-one-cluster-out k={k}")
     # The same with the pooled links for every cluster, stated hardware or
     # not (what the transfer assumed before the unknown-hardware rule), and
@@ -546,7 +613,7 @@ def run(
     # Tables with no single-server rows (Chronus): the NIC refitted to k of
     # their multi-node rows instead, outside the protocol, for the limits.
     k_hi = max(CALIBRATION_K)
-    net_err: dict[str, float] = {}
+    net_err: dict[str, list[float]] = {}
     for c in clusters if len(clusters) > 1 else ():
         part = df[df["cluster"] == c].reset_index(drop=True)
         if (~part["is_reference"] & (part["s"] == 1)).any() or k_hi == 0:
@@ -557,12 +624,14 @@ def run(
             models=part["model"].unique(),
         )
         informative = np.flatnonzero(~part["is_reference"].to_numpy())
-        rows = np.random.default_rng(seed).choice(informative, min(k_hi, len(informative)), False)
-        fabric = calibrate_network(prior, part.iloc[np.sort(rows)])
-        scored = np.setdiff1d(informative, rows)
-        net_err[c] = float(
-            np.median(abs_rel_error(part.iloc[scored], predict_ratio(part.iloc[scored], fabric)))
-        )
+        net_err[c] = []
+        for s in seeds:  # the same draws as the protocol's rows
+            rng = np.random.default_rng(s)
+            rows = rng.choice(informative, min(k_hi, len(informative)), False)
+            fabric = calibrate_network(prior, part.iloc[np.sort(rows)])
+            scored = np.setdiff1d(informative, rows)
+            pred = predict_ratio(part.iloc[scored], fabric)
+            net_err[c].append(float(np.median(abs_rel_error(part.iloc[scored], pred))))
     bar.close()
 
     saved = []
@@ -625,7 +694,7 @@ def run(
         return error_table(df[m], err[m])
 
     headline = pd.concat(
-        [_level_summary(df, err_loco[k], f"unseen hardware, k={k}") for k in CALIBRATION_K]
+        [_loco_summary(df, err_loco[k], k) for k in CALIBRATION_K]
         + [
             _level_summary(df, err_pl, "fitted, held-out placements"),
             _level_summary(df, err_lomo, "fitted, held-out models"),
@@ -682,8 +751,9 @@ def run(
         "# Fidelity of the network model (issues 6 and 16)",
         "",
         "Written by `scripts/calibrate.py` (do not edit by hand). Data: "
-        f"`{data_dir}`; base fabric `{base}`, loss `{loss}`, placement-fold and "
-        f"calibration-row seed {seed}; {time.process_time() - t0:.0f} s CPU.",
+        f"`{data_dir}`; base fabric `{base}`, loss `{loss}`, placement-fold seed "
+        f"{seed}, calibration-row seeds {seeds[0]}-{seeds[-1]} ({draws} draws); "
+        f"{time.process_time() - t0:.0f} s CPU.",
         "",
         "The error is the absolute relative error of the iteration time, "
         "|predicted / measured - 1|, over points whose placement differs from "
@@ -705,8 +775,11 @@ def run(
         "are dealt to 4 folds; each fold is predicted by a fabric fitted to the "
         "other three, so every point is predicted once by a fit that never saw "
         "its placement (for any model or batch). Held-out models: per cluster, each model is "
-        "predicted by a fabric fitted to the other models. Target: median under "
-        "15 % on unseen placements.",
+        "predicted by a fabric fitted to the other models. Unseen hardware: "
+        "leave one cluster out (section below); at k > 0 each figure is the "
+        f"median over {draws} seeded draws of the k calibration rows of that "
+        "draw's figure, and the last column gives the smallest and largest "
+        "draw's median. Target: median under 15 % on unseen placements.",
         "",
         _md(headline),
         "",
@@ -763,8 +836,15 @@ def run(
         "that produced the table; a model no other cluster measured moves its "
         "configuration's bytes). With k > 0, the GPU link bandwidth is then refitted "
         "to k measured single-server multi-GPU rows of the held-out hardware "
-        "(drawn with the seed; they are not scored): what a user measures on "
-        "one new server in minutes. Chronus has no single-server ratios, so "
+        "(not scored): what a user measures on one new server in minutes. "
+        "Which k rows a user happens to measure moves the figure by several "
+        f"points, so the rows are drawn {draws} times (seeds {seeds[0]}-{seeds[-1]}, "
+        "`--draws`); each cell is the median over draws of the draw's median / "
+        "p90, and in parentheses the smallest and largest draw's median (none "
+        "where every draw gives the same figure: the rows refit only the GPU "
+        "link, which Gavel's spread placements, one GPU per server, do not "
+        "use, and Chronus has no rows to draw). "
+        "Chronus has no single-server ratios, so "
         "its k > 0 is its k = 0. A table that states no hardware "
         "(`measured.STATED_HARDWARE`; of these, Chronus) is predicted with "
         f"the simulator's default fabric `{UNKNOWN_HARDWARE_FABRIC}` and the "
@@ -916,7 +996,17 @@ def main(argv: list[str] | None = None) -> int:
         "outliers: within-cluster CV 9.3%% on Chronus against 11.3%% with linear)",
     )
     p.add_argument(
-        "--seed", type=int, default=0, help="seed of the placement folds and calibration rows"
+        "--seed",
+        type=int,
+        default=0,
+        help="seed of the placement folds and of the first draw of calibration rows",
+    )
+    p.add_argument(
+        "--draws",
+        type=int,
+        default=CALIBRATION_DRAWS,
+        help="seeded draws of the k calibration rows the leave-one-cluster-out figure at "
+        f"k > 0 is the median of (seeds SEED..SEED+DRAWS-1; default {CALIBRATION_DRAWS})",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
@@ -927,6 +1017,8 @@ def main(argv: list[str] | None = None) -> int:
         "--no-save", action="store_true", help="do not save the fitted presets to ddl_gym/fabrics/"
     )
     args = p.parse_args(argv)
+    if args.draws < 1:
+        p.error(f"--draws must be at least 1, got {args.draws}")
     if not args.data.is_dir():
         p.error(f"data dir {args.data} not found (use --data)")
     clusters = [c for c in args.clusters.split(",") if c] if args.clusters else None
@@ -940,6 +1032,7 @@ def main(argv: list[str] | None = None) -> int:
             args.seed,
             clusters,
             progress=not args.no_progress,
+            draws=args.draws,
         )
     except ValueError as err:
         p.error(str(err))
