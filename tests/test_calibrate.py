@@ -524,6 +524,27 @@ def test_calibration_rows_are_single_server_multi_gpu_and_seeded():
     assert len(calibration_rows(spread, 3)) == 0  # Chronus-like: nothing to calibrate on
 
 
+def test_calibrate_server_leaves_a_prior_that_hides_all_communication():
+    """A prior so fast that overlap hides every row's communication predicts
+    each row at its reference's time, a flat cost for a local solver (and so
+    are the built-in presets' starts): the refit still finds the hardware's
+    GPU link from the rows."""
+    from ddl_gym.calibrate import calibrate_server
+
+    truth = replace(_truth("shared", gpu_link_sharing=0.4), gpu_link=Link(0.5 * GB, 30 * US))
+    prior = replace(truth, gpu_link=Link(6 * GB, 30 * US), description="the prior")
+    df = _synthetic(truth)
+    rows = df[(df["s"] == 1) & (df["n"] > 1) & (df["t_compute"] == 0.5)]
+    rows = rows[predict_ratio(rows, prior) == 1.0]  # all hidden under the prior
+    assert len(rows) >= 5 and (rows["ratio"] > 1.5).sum() >= 3
+    for start in ("pcie_25gbe", "nvswitch_ib"):  # fit_fabric's other starts: hidden too
+        fast = replace(prior, gpu_link=Link(FABRICS[start].gpu_link.bandwidth, 30 * US))
+        assert (predict_ratio(rows, fast) == 1.0).all()
+    fitted = calibrate_server(prior, rows)
+    assert fitted.gpu_link.bandwidth == pytest.approx(0.5 * GB, rel=1e-6)
+    assert fitted.description == "the prior" and fitted.nic == prior.nic
+
+
 def test_leave_one_cluster_out_recovers_shared_hardware_and_skips_calibration_rows():
     """Two clusters of one fabric: each predicted from the other alone is
     exact. A third with a 3x slower GPU link is exact only after calibrating
