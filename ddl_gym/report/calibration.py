@@ -34,6 +34,7 @@ from ddl_gym.calibrate import (
     abs_rel_error,
     calibrate_network,
     calibrate_server,
+    calibration_rows,
     comm_time_floor,
     count_model_folds,
     count_placement_folds,
@@ -243,6 +244,25 @@ def _draw_range(df: pd.DataFrame, errs: list[np.ndarray], cluster: str, level: s
     return f" ({text} over {len(picked)} draws)" if text else ""
 
 
+def _worst_draw(
+    df: pd.DataFrame, errs: list[np.ndarray], seeds: list[int], k: int, cluster: str, level: str
+) -> str:
+    """``; its worst draw (seed s) calibrated on job at n GPUs rx, ...``:
+    which rows give a cluster's level its largest draw median (empty with
+    one draw)."""
+    picked = [_pick(df, e, cluster, level) for e in errs]
+    if len(errs) < 2 or np.isnan(picked).all():
+        return ""
+    worst = int(np.nanargmax(picked))
+    part = df[df["cluster"] == cluster].reset_index(drop=True)
+    rows = part.iloc[calibration_rows(part, k, seeds[worst])]
+    used = ", ".join(
+        f"{job} at {n} GPUs {ratio:.2f}x"
+        for job, n, ratio in zip(rows["job"], rows["n"], rows["ratio"], strict=True)
+    )
+    return f"; its worst draw (seed {seeds[worst]}) calibrated on {used}"
+
+
 def _model_medians(df: pd.DataFrame, errs: list[np.ndarray], cluster: str, level: str) -> str:
     """``model a%, model b%, ...``: per model of a cluster's level, the
     median over draws of the draw's median error."""
@@ -344,7 +364,8 @@ def _limits(
         "there is "
         f"{_pick(df, err_pl, *v100):.1%}; unseen at k = {k_hi}: "
         f"{_pick_draws(df, err_loco[k_hi], *v100):.1%}"
-        f"{_draw_range(df, err_loco[k_hi], *v100)}. Across servers V100 is "
+        f"{_draw_range(df, err_loco[k_hi], *v100)}"
+        f"{_worst_draw(df, err_loco[k_hi], extra['seeds'], k_hi, *v100)}. Across servers V100 is "
         "not blocked this way: in-sample "
         f"{_pick(df, fitted_err, v100[0], 'multi-node'):.1%}, CV "
         f"{_pick(df, err_pl, v100[0], 'multi-node'):.1%}, unseen "
@@ -962,6 +983,7 @@ def run(
                 "err_pooled": err_pooled,
                 "comm_floor": comm_floor,
                 "growth": growth,
+                "seeds": seeds,
             },
         ),
         "",
