@@ -183,6 +183,11 @@ class DallyPolicy(BasePolicy):
     _entry: dict[int, tuple[float, float, int]] = field(default_factory=dict, repr=False)
     _demand: dict[int, int] = field(default_factory=dict, repr=False)
     _joining: list[int] = field(default_factory=list, repr=False)
+    # the lease floor and demand test handed to the engine, rebuilt when the
+    # queue changed (``_changes`` counts the queue's changes)
+    _changes: int = field(default=0, repr=False)
+    _needs_at: int = field(default=-1, repr=False)
+    _needs: list[tuple[float, int]] = field(default_factory=list, repr=False)
     _synced_instant: int = field(default=-1, repr=False)
     # wake-up asks: jobs that joined the queue since the last ask, and per GPU
     # demand the waiting jobs asked for and the timers they were asked with
@@ -211,6 +216,9 @@ class DallyPolicy(BasePolicy):
         self._entry.clear()
         self._demand.clear()
         self._joining.clear()
+        self._changes = 0
+        self._needs_at = -1
+        self._needs = []
         self._synced_instant = -1
         self._fresh.clear()
         self._asked_by_gpus.clear()
@@ -293,6 +301,7 @@ class DallyPolicy(BasePolicy):
         entry = (job.efficiency, job.arrival, job.index)
         self._entry[job.index] = entry
         insort(self._sorted, entry)
+        self._changes += 1
         self._demand[job.gpus] = self._demand.get(job.gpus, 0) + 1
         self._fresh.append(job.index)
 
@@ -301,6 +310,7 @@ class DallyPolicy(BasePolicy):
         if entry is None:
             return
         del self._sorted[bisect_left(self._sorted, entry)]
+        self._changes += 1
         if self._demand[job.gpus] == 1:
             del self._demand[job.gpus]
         else:
@@ -339,6 +349,56 @@ class DallyPolicy(BasePolicy):
                     break
         return least
 
+    def _any_fits(
+        self,
+        view: EngineView,
+        queue: list[tuple[float, float, int]],
+        n: int,
+        expired: list[Job],
+        pool_total: int,
+    ) -> bool:
+        """Whether one of the first ``n`` waiting jobs fits the whole pool
+        (the free GPUs plus the expired jobs') at its allowed level, decided
+        from the largest counts alone, as the packer decides: a job of at
+        most one server's GPUs fits on one server iff some server holds it;
+        a wider level fits in one rack iff some rack holds it, and at network
+        level the pool's total is the test (the several-rack step takes any
+        GPUs). No copy of the free counts and no packer run."""
+        cluster = view.cluster
+        S = cluster.servers_per_rack
+        G = cluster.gpus_per_server
+        free_on = view.free_on
+        server_pool: dict[int, int] = {}
+        rack_add: dict[int, int] = {}
+        for job in expired:
+            for srv, g in job.placement:
+                server_pool[srv] = server_pool.get(srv, free_on(srv)) + g
+                rack_add[srv // S] = rack_add.get(srv // S, 0) + g
+        top_server = max(view.largest_server_free(), *server_pool.values())
+        top_rack = -1  # computed when first needed
+        jobs = view.jobs
+        seen: set[tuple[int, Level]] = set()
+        for i in range(n):
+            job = jobs[queue[i][2]]
+            gpus = job.gpus
+            if gpus > pool_total:
+                continue
+            level = self.allowed_level(view, job)
+            if (gpus, level) in seen:
+                continue
+            seen.add((gpus, level))
+            if gpus <= G and top_server >= gpus:
+                return True
+            if level == Level.NETWORK:
+                return True  # gpus <= pool_total
+            if level == Level.RACK:
+                if top_rack < 0:
+                    rack_free = view.free_per_rack
+                    top_rack = max(max(rack_free), *(rack_free[r] + a for r, a in rack_add.items()))
+                if top_rack >= gpus:
+                    return True
+        return False
+
     def _reoffer(self, view: EngineView) -> list[int]:
         """Expired-lease jobs that lose their GPUs in the re-offer."""
         # a job still restoring from its last preemption is not re-offered
@@ -359,6 +419,8 @@ class DallyPolicy(BasePolicy):
             return []
         if self._least(queue, n_challengers, view) > pool_total:
             return []  # no challenger fits even the whole pool
+        if not self._any_fits(view, queue, n_challengers, expired, pool_total):
+            return []  # the pool only shrinks below: nobody can lose
         # the pool: the free GPUs plus the expired jobs', per server and rack
         # (``find_placement`` reads them, as ``placement_on`` on copies would)
         cluster = view.cluster
@@ -413,10 +475,36 @@ class DallyPolicy(BasePolicy):
             # matter if some expired job is less efficient than the best
             # waiting job by more than ``margin`` (else the re-offer has no
             # challenger, nobody loses, and the instant is a WAIT with no side
-            # effect): tell the engine (1e-9 below, for rounding) so that
-            # other expiries make no decision point.
-            view.set_lease_floor(self._queue(view)[0][0] + self.margin - 1e-9)
+            # effect), and only if the smallest demand among the waiting jobs
+            # it could lose to fits the expired and free GPUs together (else
+            # ``_reoffer`` gives up before the packer): tell the engine so
+            # that other expiries make no decision point.
+            if self._needs_at != self._changes:
+                self._needs_at = self._changes
+                self._needs = self._lease_needs(view)
+            view.set_lease_floor(self._needs[0][0], self._needs)
         return action
+
+    def _lease_needs(self, view: EngineView) -> list[tuple[float, int]]:
+        """``(threshold, gpus)`` steps for ``set_lease_floor``: an expired job
+        more efficient than ``threshold`` has as challengers (waiting jobs
+        less efficient by more than ``margin``) at least the queue's prefix
+        up to the step's job, whose smallest demand is ``gpus``. Thresholds
+        sit 1e-9 below ``efficiency + margin`` (rounding; the engine compares
+        bounds that are themselves 1e-9 high)."""
+        smallest = min(self._demand)
+        jobs = view.jobs
+        margin = self.margin
+        needs: list[tuple[float, int]] = []
+        least = math.inf
+        for eff, _, index in self._sorted:
+            gpus = jobs[index].gpus
+            if gpus < least:
+                least = gpus
+                needs.append((eff + margin - 1e-9, gpus))
+                if gpus == smallest:
+                    break
+        return needs
 
     def _decide(self, view: EngineView) -> Action:
         pending = view.pending

@@ -257,7 +257,12 @@ class Engine:
         self.events_now = []
         self.instant += 1
         lazy = self._lazy
-        lease_t = lazy.next_after(self.now, self.jobs) if lazy and self.pending else None
+        heap_t = self._heap[0][0] if self._heap else math.inf
+        lease_t = None
+        if lazy and self.pending:
+            # the decision point is over: the policy's floor and the free
+            # count hold until the next other event
+            lease_t = lazy.next_after(self.now, self.jobs, heap_t, self.total_free)
         if not self._heap and lease_t is None:
             return
         t = self._heap[0][0] if self._heap else lease_t
@@ -416,15 +421,23 @@ class Engine:
         limit = job.t_compute / per_iter if per_iter > 0 else 0.0
         return max(now, limit) + 1e-9
 
-    def set_lease_floor(self, floor: float | None) -> None:
+    def set_lease_floor(self, floor: float | None, needs: Sequence[tuple[float, int]] = ()) -> None:
         """Lazy leases: until changed, an instant where only leases expire is
         made only if some expiring job's efficiency may exceed ``floor``
         (None: any expiry while a job waits). For a policy that re-offers an
         expired lease only to a less efficient waiting job (Dally); expiries
         at instants made by other events are all reported. Ignored without
-        lazy leases."""
+        lazy leases.
+
+        ``needs`` adds a demand test: ``(threshold, gpus)`` pairs, thresholds
+        ascending and ``gpus`` descending, meaning "a waiting job that an
+        expiring job whose efficiency exceeds ``threshold`` could lose to asks
+        at least ``gpus`` GPUs". An instant where only leases expire is then
+        made only if the GPUs of the jobs expiring there plus the free ones
+        number at least the ``gpus`` of the last threshold their largest
+        efficiency bound exceeds."""
         if self._lazy is not None:
-            self._lazy.set_floor(floor)
+            self._lazy.set_floor(floor, needs)
 
     def _rerate_uplinks(self, racks: Sequence[int], skip: int = -1) -> None:
         affected: set[int] = set()

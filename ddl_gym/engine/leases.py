@@ -29,12 +29,25 @@ floor is *parked* (off the boundary heap, on a heap by bound) so its expiries
 alone make no decision point. Lowering the floor or re-rating a job brings it
 back. Expiries at instants that happen anyway are still all reported
 (``expire_at`` goes by phase, parked or not).
+
+A *demand* test (``set_floor``'s ``needs``) goes further still, for a policy
+whose re-offer can only hand the expired GPUs to a waiting job that fits in
+them (Dally: the GPUs of the jobs expiring at an instant plus the free ones).
+The policy gives, per efficiency threshold, the smallest demand among the
+waiting jobs that an expiring job above that threshold could lose to; a
+boundary shared by jobs whose GPUs plus the free ones hold none of those
+demands is passed over without an instant. Only boundaries before the next
+other event are passed over (the free count and the policy's needs are fixed
+until then), and the jobs that share a boundary are found by phase, as
+``expire_at`` finds them.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left
+from collections.abc import Sequence
 
 from ddl_gym.engine.job import Job
 
@@ -105,6 +118,9 @@ class LazyLeases:
         self.bound: dict[int, float] = {}  # efficiency bound until the next re-rate
         self._token: dict[int, int] = {}
         self._parked: list[tuple[float, int, int, int]] = []  # (-bound, seq, j, token)
+        # demand test: thresholds ascending, the smallest demand above each
+        self._need_thr: list[float] = []
+        self._need_gpus: list[int] = []
 
     def _push(self, j: int, b: float) -> None:
         """A fresh boundary-heap entry for ``j`` (its older entries go stale)."""
@@ -119,10 +135,17 @@ class LazyLeases:
         if j in self.at:
             self._push(j, self.at[j])
 
-    def set_floor(self, floor: float | None) -> None:
+    def set_floor(self, floor: float | None, needs: Sequence[tuple[float, int]] = ()) -> None:
         """Only jobs whose bound exceeds ``floor`` make lease instants (None:
-        all). Parked jobs above a lowered floor go back on the boundary heap."""
+        all). Parked jobs above a lowered floor go back on the boundary heap.
+
+        ``needs``: ``(threshold, gpus)`` pairs, thresholds ascending: a
+        boundary whose jobs' largest bound exceeds a threshold interests the
+        policy only if their GPUs plus the free ones number at least the
+        ``gpus`` of the last such threshold (empty: no demand test)."""
         self.floor = floor
+        self._need_thr = [thr for thr, _ in needs]
+        self._need_gpus = [g for _, g in needs]
         parked = self._parked
         while parked and (floor is None or -parked[0][0] > floor):
             _, _, j, token = heapq.heappop(parked)
@@ -154,12 +177,24 @@ class LazyLeases:
             if not members:
                 del self._phase[q]
 
-    def next_after(self, now: float, jobs: list[Job]) -> float | None:
-        """The earliest boundary ``> now`` of any running job (None: none)."""
+    def next_after(
+        self, now: float, jobs: list[Job], before: float = -math.inf, free: int = 0
+    ) -> float | None:
+        """The earliest boundary ``> now`` of any running job (None: none).
+
+        With a demand test (``set_floor``'s ``needs``), boundaries earlier
+        than ``before`` (the next other event; by default none) whose jobs'
+        GPUs plus ``free`` hold no demand the policy named are passed over
+        for good: give ``before`` only once the decision point is over (the
+        free count and the needs are then fixed until ``before``).
+        """
         heap = self._heap
         L = self.lease_s
         floor = self.floor
         token_of = self._token
+        demand = bool(self._need_thr)
+        judged = -math.inf  # the last boundary tested, and whether it is passed over
+        passed = False
         while heap:
             b, seq, j, token = heap[0]
             if token_of.get(j) != token:
@@ -176,9 +211,44 @@ class LazyLeases:
                 true = nb if now < nb else roll(true, L, now, strict=True)
                 self.at[j] = true
             if true == b:
-                return b
+                if not demand or b >= before:
+                    return b
+                if b != judged:
+                    judged = b
+                    passed = self._too_few(b, jobs, free)
+                if not passed:
+                    return b
+                true = _step(b, L)  # this boundary makes no instant
+                self.at[j] = true
             heapq.heapreplace(heap, (true, seq, j, token))
         return None
+
+    def _too_few(self, b: float, jobs: list[Job], free: int) -> bool:
+        """Whether the jobs with a boundary at ``b`` and the ``free`` GPUs
+        hold no demand the policy named for their largest bound. Their known
+        boundaries are brought up to ``b`` (no boundary before ``b`` is lost:
+        the others' next ones are on the heap, none earlier than ``b``)."""
+        L = self.lease_s
+        at = self.at
+        bound = self.bound
+        phase = self._phase
+        q = self._bucket(b)
+        n = self._n_phases
+        pool = free
+        top = -math.inf
+        for k in {(q - 1) % n, q, (q + 1) % n}:
+            for j in phase.get(k, ()):
+                bj = at[j]
+                if bj < b:
+                    bj = roll(bj, L, b, strict=False)
+                    at[j] = bj
+                if bj == b:
+                    pool += jobs[j].gpus
+                    bj = bound.get(j, math.inf)
+                    if bj > top:
+                        top = bj
+        i = bisect_left(self._need_thr, top)  # thresholds below ``top``
+        return i > 0 and self._need_gpus[i - 1] > pool
 
     def expire_at(self, t: float, jobs: list[Job]) -> list[Job]:
         """Running jobs with a boundary exactly at ``t`` (in start order);
