@@ -209,7 +209,7 @@ class Engine:
         self._drop_stale()
         t = self._heap[0][0] if self._heap else None
         if self._lazy is not None and self.pending:
-            lease_t = self._lazy.next_after(self.now, self.jobs)
+            lease_t = self._lazy.next_after(self.now, self.jobs, free=self.total_free)
             if lease_t is not None and (t is None or lease_t < t):
                 t = lease_t
         return t

@@ -39,7 +39,12 @@ boundary shared by jobs whose GPUs plus the free ones hold none of those
 demands is passed over without an instant. Only boundaries before the next
 other event are passed over (the free count and the policy's needs are fixed
 until then), and the jobs that share a boundary are found by phase, as
-``expire_at`` finds them.
+``expire_at`` finds them. A job whose GPUs, plus those of every running job
+within two phase buckets of it (all that can ever share a boundary with it)
+and the free ones, hold no demand named for the largest bound among those
+jobs is *parked by demand* (grouped by that GPU sum, on a heap by that
+bound) until the free count or the needs change so that they might, or a job
+near its phase starts or is re-rated.
 """
 
 from __future__ import annotations
@@ -121,12 +126,18 @@ class LazyLeases:
         # demand test: thresholds ascending, the smallest demand above each
         self._need_thr: list[float] = []
         self._need_gpus: list[int] = []
+        self._need_neg: list[int] = []  # -gpus of each step (ascending, for bisect)
+        # parked by demand: GPU sum near the job -> heap of (-top bound, seq, j, token)
+        self._dparked: dict[int, list[tuple[float, int, int, int]]] = {}
+        self._dparked_of: dict[int, int] = {}  # j -> its token while parked by demand
+        self._dchecked: tuple[int, int] | None = None  # (free, needs id) last unparked at
 
     def _push(self, j: int, b: float) -> None:
         """A fresh boundary-heap entry for ``j`` (its older entries go stale)."""
         self._seq += 1
         self._token[j] = self._seq
         heapq.heappush(self._heap, (b, self._seq, j, self._seq))
+        self._dparked_of.pop(j, None)
 
     def set_bound(self, j: int, bound: float) -> None:
         """Job ``j``'s efficiency stays at or below ``bound`` until its next
@@ -134,18 +145,23 @@ class LazyLeases:
         self.bound[j] = bound
         if j in self.at:
             self._push(j, self.at[j])
+            if self._dparked_of:
+                self._unpark_near(self._phase_of[j])
 
     def set_floor(self, floor: float | None, needs: Sequence[tuple[float, int]] = ()) -> None:
         """Only jobs whose bound exceeds ``floor`` make lease instants (None:
         all). Parked jobs above a lowered floor go back on the boundary heap.
 
-        ``needs``: ``(threshold, gpus)`` pairs, thresholds ascending: a
-        boundary whose jobs' largest bound exceeds a threshold interests the
-        policy only if their GPUs plus the free ones number at least the
-        ``gpus`` of the last such threshold (empty: no demand test)."""
+        ``needs``: ``(threshold, gpus)`` pairs, thresholds ascending and
+        ``gpus`` descending: a boundary whose jobs' largest bound exceeds a
+        threshold interests the policy only if their GPUs plus the free ones
+        number at least the ``gpus`` of the last such threshold; one whose
+        largest bound exceeds none, not at all (empty: no demand test)."""
         self.floor = floor
         self._need_thr = [thr for thr, _ in needs]
         self._need_gpus = [g for _, g in needs]
+        self._need_neg = [-g for _, g in needs]
+        self._dchecked = None
         parked = self._parked
         while parked and (floor is None or -parked[0][0] > floor):
             _, _, j, token = heapq.heappop(parked)
@@ -164,12 +180,26 @@ class LazyLeases:
         q = self._bucket(b)
         self._phase_of[j] = q
         self._phase.setdefault(q, set()).add(j)
+        if self._dparked_of:
+            self._unpark_near(q)
+
+    def _unpark_near(self, q: int) -> None:
+        """A job of phase ``q`` started or was re-rated: the jobs parked by
+        demand within two buckets may now share a boundary with it, or see
+        a higher bound, so they go back on the heap."""
+        n = self._n_phases
+        of = self._dparked_of
+        for k in range(q - 2, q + 3):
+            for m in self._phase.get(k % n, ()):
+                if m in of:
+                    self._push(m, self.at[m])
 
     def stop(self, job: Job) -> None:
         """The job stopped running (its heap entry goes stale by version)."""
         j = job.index
         self.at.pop(j, None)
         self._token.pop(j, None)  # its entries go stale
+        self._dparked_of.pop(j, None)
         q = self._phase_of.pop(j, None)
         if q is not None:
             members = self._phase[q]
@@ -195,6 +225,8 @@ class LazyLeases:
         demand = bool(self._need_thr)
         judged = -math.inf  # the last boundary tested, and whether it is passed over
         passed = False
+        if self._dparked_of and self._dchecked != (free, id(self._need_neg)):
+            self._unpark_by_demand(free)
         while heap:
             b, seq, j, token = heap[0]
             if token_of.get(j) != token:
@@ -218,10 +250,67 @@ class LazyLeases:
                     passed = self._too_few(b, jobs, free)
                 if not passed:
                     return b
+                cap, top = self._near(j, jobs)
+                if self._need(top) > cap + free:
+                    # no boundary of it can interest the policy for now
+                    heapq.heappop(heap)
+                    heapq.heappush(self._dparked.setdefault(cap, []), (-top, seq, j, token))
+                    self._dparked_of[j] = token
+                    continue
                 true = _step(b, L)  # this boundary makes no instant
                 self.at[j] = true
             heapq.heapreplace(heap, (true, seq, j, token))
         return None
+
+    def _near(self, j: int, jobs: list[Job]) -> tuple[int, float]:
+        """(GPUs, largest bound) of the running jobs within two phase buckets
+        of ``j``, itself included: every job that shares a boundary with
+        ``j`` is among them (a boundary lies within one bucket of its job's
+        phase)."""
+        q = self._phase_of[j]
+        n = self._n_phases
+        phase = self._phase
+        bound = self.bound
+        total = 0
+        top = -math.inf
+        for k in range(q - 2, q + 3):
+            for m in phase.get(k % n, ()):
+                total += jobs[m].gpus
+                bm = bound.get(m, math.inf)
+                if bm > top:
+                    top = bm
+        return total, top
+
+    def _need(self, top: float) -> float:
+        """The demand named for a largest bound ``top`` (inf: none)."""
+        i = bisect_left(self._need_thr, top)  # thresholds below ``top``
+        return self._need_gpus[i - 1] if i else math.inf
+
+    def _unpark_by_demand(self, free: int) -> None:
+        """Jobs parked by demand whose GPUs (and their neighbours') plus
+        ``free`` may now hold the demand named for their bound go back on
+        the heap: for a GPU sum ``c``, the first step asking at most
+        ``c + free`` GPUs has the lowest threshold a bound must exceed."""
+        self._dchecked = (free, id(self._need_neg))
+        of = self._dparked_of
+        thr = self._need_thr
+        neg = self._need_neg
+        stale = 0
+        for cap, group in self._dparked.items():
+            i = bisect_left(neg, -(cap + free))  # first step with gpus <= cap + free
+            low = thr[i] if i < len(thr) else math.inf
+            while group:
+                neg_top, _, j, token = group[0]
+                if of.get(j) == token and -neg_top <= low:
+                    break
+                heapq.heappop(group)
+                if of.get(j) == token:
+                    self._push(j, self.at[j])
+            stale += len(group)
+        if stale > 2 * len(of) + 1024:  # drop stale entries
+            for group in self._dparked.values():
+                group[:] = [e for e in group if of.get(e[2]) == e[3]]
+                heapq.heapify(group)
 
     def _too_few(self, b: float, jobs: list[Job], free: int) -> bool:
         """Whether the jobs with a boundary at ``b`` and the ``free`` GPUs
@@ -247,8 +336,7 @@ class LazyLeases:
                     bj = bound.get(j, math.inf)
                     if bj > top:
                         top = bj
-        i = bisect_left(self._need_thr, top)  # thresholds below ``top``
-        return i > 0 and self._need_gpus[i - 1] > pool
+        return self._need(top) > pool
 
     def expire_at(self, t: float, jobs: list[Job]) -> list[Job]:
         """Running jobs with a boundary exactly at ``t`` (in start order);
