@@ -181,6 +181,7 @@ class Engine:
         self._uplink_alpha = self.perf.uplink_latency(self.background)
         self._heap: list[tuple[float, int, int, int, int]] = []
         self._seq = 0
+        self._compact_at = 4096
         self._tick_at: float | None = None
         self.instant = 0  # counts event instants handled (decision points)
         self.lease_expired: list[Job] = []
@@ -204,6 +205,32 @@ class Engine:
     def _push(self, t: float, kind: int, job: int, version: int = 0) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (t, kind, self._seq, job, version))
+        if len(self._heap) > self._compact_at:
+            self._compact()
+
+    def _stale(self, kind: int, t: float, j: int, version: int) -> bool:
+        """Whether a heap entry can no longer make an event (the test of
+        ``_drop_stale`` and of the instant loop): a completion or lease of a
+        job re-rated, stopped or re-leased since (versions only grow), or a
+        tick replaced. Congestion changes and wake-ups always count."""
+        if kind == COMPLETION or kind == LEASE:
+            job = self.jobs[j]
+            current = job.version if kind == COMPLETION else job.lease_version
+            return job.status != Status.RUNNING or version != current
+        if kind == TICK:
+            return t != self._tick_at
+        return False
+
+    def _compact(self) -> None:
+        """Drop the stale entries from the event heap (every re-rate leaves
+        one behind; at scale they outnumber the live ones and slow every
+        push and pop). The entries are totally ordered (unique sequence
+        numbers), so the events come in the same order as before."""
+        stale = self._stale
+        heap = self._heap  # in place: the instant loop holds this list
+        heap[:] = [e for e in heap if not stale(e[1], e[0], e[3], e[4])]
+        heapq.heapify(heap)
+        self._compact_at = max(4096, 2 * len(heap))
 
     def next_event_time(self) -> float | None:
         self._drop_stale()
@@ -380,7 +407,12 @@ class Engine:
             share = self.perf.uplink_share
             if self.contention:
                 # the share falls with the count: the busiest uplink's is the least
-                busiest = max(len(self.uplink_jobs[r]) for r in job.racks)
+                uplinks = self.uplink_jobs
+                busiest = 0
+                for r in job.racks:
+                    n = len(uplinks[r])
+                    if n > busiest:
+                        busiest = n
                 bw = share(self.background, busiest)
             else:
                 bw = share(self.background, 1)
