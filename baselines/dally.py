@@ -45,6 +45,7 @@ section 1; written from that description, not from the authors' code.
 
 from __future__ import annotations
 
+import heapq
 import math
 from bisect import bisect_left, insort
 from collections import deque
@@ -188,6 +189,16 @@ class DallyPolicy(BasePolicy):
     _changes: int = field(default=0, repr=False)
     _needs_at: int = field(default=-1, repr=False)
     _needs: list[tuple[float, int]] = field(default_factory=list, repr=False)
+    # the engine's level test: each waiting job's level (``allowed_level``)
+    # and GPU demand as counted, counts per level and demand, when each
+    # job's level may next change, jobs not classified yet, and per demand
+    # the tuner's timers the classes were computed with
+    _cls: dict[int, tuple[Level, int]] = field(default_factory=dict, repr=False)
+    _cls_count: dict[Level, dict[int, int]] = field(default_factory=dict, repr=False)
+    _cls_due: list[tuple[float, int, float]] = field(default_factory=list, repr=False)
+    _cls_new: list[int] = field(default_factory=list, repr=False)
+    _cls_by_gpus: dict[int, set[int]] = field(default_factory=dict, repr=False)
+    _cls_timers: dict[int, tuple[float, float]] = field(default_factory=dict, repr=False)
     _synced_instant: int = field(default=-1, repr=False)
     # wake-up asks: jobs that joined the queue since the last ask, and per GPU
     # demand the waiting jobs asked for and the timers they were asked with
@@ -219,6 +230,12 @@ class DallyPolicy(BasePolicy):
         self._changes = 0
         self._needs_at = -1
         self._needs = []
+        self._cls.clear()
+        self._cls_count.clear()
+        self._cls_due.clear()
+        self._cls_new.clear()
+        self._cls_by_gpus.clear()
+        self._cls_timers.clear()
         self._synced_instant = -1
         self._fresh.clear()
         self._asked_by_gpus.clear()
@@ -304,6 +321,7 @@ class DallyPolicy(BasePolicy):
         self._changes += 1
         self._demand[job.gpus] = self._demand.get(job.gpus, 0) + 1
         self._fresh.append(job.index)
+        self._cls_new.append(job.index)
 
     def _dequeue(self, job: Job) -> None:
         entry = self._entry.pop(job.index, None)
@@ -311,6 +329,7 @@ class DallyPolicy(BasePolicy):
             return
         del self._sorted[bisect_left(self._sorted, entry)]
         self._changes += 1
+        self._unclassify(job.index)
         if self._demand[job.gpus] == 1:
             del self._demand[job.gpus]
         else:
@@ -482,8 +501,86 @@ class DallyPolicy(BasePolicy):
             if self._needs_at != self._changes:
                 self._needs_at = self._changes
                 self._needs = self._lease_needs(view)
-            view.set_lease_floor(self._needs[0][0], self._needs)
+            view.set_lease_floor(self._needs[0][0], self._needs, self._level_minima(view))
         return action
+
+    # -- the engine's level test: waiting demands per level ------------------
+    def _classify(self, view: EngineView, job: Job) -> None:
+        """Count a waiting job at its level now, and note when that level may
+        change: a timer firing (a little before it, for rounding). A level
+        changes otherwise only when the auto-tuner's timers for its demand
+        do (``_level_minima`` checks that)."""
+        level = self.allowed_level(view, job)
+        self._cls[job.index] = (level, job.gpus)
+        counts = self._cls_count.setdefault(level, {})
+        counts[job.gpus] = counts.get(job.gpus, 0) + 1
+        self._cls_by_gpus.setdefault(job.gpus, set()).add(job.index)
+        if level == Level.NETWORK:
+            return  # the widest: waiting longer changes nothing
+        rack_timer, network_timer = self.timers(job, view.now)
+        timer = rack_timer if level == Level.MACHINE else network_timer
+        fires = job.queued_since + (timer - EPS) * self.lease_s
+        until = fires - (1e-9 * abs(fires) + 1e-6)
+        now = view.now
+        if not until > now:
+            until = math.nextafter(now, math.inf)  # look again at the next instant
+        heapq.heappush(self._cls_due, (until, job.index, job.queued_since))
+
+    def _unclassify(self, index: int) -> None:
+        entry = self._cls.pop(index, None)
+        if entry is None:
+            return
+        level, gpus = entry
+        counts = self._cls_count[level]
+        if counts[gpus] == 1:
+            del counts[gpus]
+        else:
+            counts[gpus] -= 1
+        self._cls_by_gpus[gpus].discard(index)
+
+    def _level_minima(self, view: EngineView) -> tuple[float, float, float, float]:
+        """``set_lease_floor``'s ``levels``: the smallest waiting demand per
+        level (every waiting job, not only the challengers: a superset, so
+        the engine's test can only keep more instants) and until when that
+        holds (the first level change or auto-tuner timer change)."""
+        now = view.now
+        todo, self._cls_new = self._cls_new, []
+        for index in todo:
+            job = view.job(index)
+            if index in self._entry and index not in self._cls:
+                self._classify(view, job)
+        until = math.inf
+        if self.auto_tune:
+            tuner = self.tuner
+            horizon = tuner.window_h * 3600.0
+            for gpus, members in self._cls_by_gpus.items():
+                if not members:
+                    continue
+                timers = tuner.timers(gpus, now)
+                if self._cls_timers.get(gpus) != timers:
+                    self._cls_timers[gpus] = timers
+                    for index in list(members):
+                        self._unclassify(index)
+                        self._classify(view, view.job(index))
+                # the timers hold while no wait leaves the window
+                oldest = tuner._cache[gpus][1]
+                end = oldest + horizon
+                until = min(until, end - (1e-9 * abs(end) + 1e-6))
+        due = self._cls_due
+        while due and due[0][0] <= now:
+            _, index, since = heapq.heappop(due)
+            job = view.job(index)
+            if index in self._cls and job.queued_since == since:
+                self._unclassify(index)
+                self._classify(view, job)
+        if due:
+            until = min(until, due[0][0])
+        counts = self._cls_count
+        minima = [
+            min(counts[level]) if counts.get(level) else math.inf
+            for level in (Level.MACHINE, Level.RACK, Level.NETWORK)
+        ]
+        return (minima[0], minima[1], minima[2], until)
 
     def _lease_needs(self, view: EngineView) -> list[tuple[float, int]]:
         """``(threshold, gpus)`` steps for ``set_lease_floor``: an expired job

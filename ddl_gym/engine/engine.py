@@ -185,7 +185,12 @@ class Engine:
         self._tick_at: float | None = None
         self.instant = 0  # counts event instants handled (decision points)
         self.lease_expired: list[Job] = []
-        self._lazy = LazyLeases(self.lease_s) if self.lazy_leases and self.lease_s else None
+        self._lazy = (
+            LazyLeases(self.lease_s, self._lease_fits)
+            if self.lazy_leases and self.lease_s
+            else None
+        )
+        self._lease_levels = (math.inf, math.inf, math.inf)
         self.events_now: list[tuple[str, int]] = []
         self.series: list[tuple[float, int, int, int, float]] = []
         # (job index, server, GPUs, start, end) of every finished placement
@@ -453,7 +458,12 @@ class Engine:
         limit = job.t_compute / per_iter if per_iter > 0 else 0.0
         return max(now, limit) + 1e-9
 
-    def set_lease_floor(self, floor: float | None, needs: Sequence[tuple[float, int]] = ()) -> None:
+    def set_lease_floor(
+        self,
+        floor: float | None,
+        needs: Sequence[tuple[float, int]] = (),
+        levels: tuple[float, float, float, float] | None = None,
+    ) -> None:
         """Lazy leases: until changed, an instant where only leases expire is
         made only if some expiring job's efficiency may exceed ``floor``
         (None: any expiry while a job waits). For a policy that re-offers an
@@ -467,9 +477,54 @@ class Engine:
         at least ``gpus`` GPUs". An instant where only leases expire is then
         made only if the GPUs of the jobs expiring there plus the free ones
         number at least the ``gpus`` of the last threshold their largest
-        efficiency bound exceeds."""
+        efficiency bound exceeds.
+
+        ``levels``: ``(machine, rack, network, until)``: the smallest GPU
+        demand among the waiting jobs that accept only one server, only one
+        rack, and any placement (inf: none), valid for every instant before
+        ``until``. Such an instant is then also made only if one of those
+        demands fits, as the packer tests it, in the free GPUs plus those of
+        the expiring jobs: one server, one rack, or the whole pool."""
         if self._lazy is not None:
-            self._lazy.set_floor(floor, needs)
+            if levels is None:
+                self._lazy.set_floor(floor, needs)
+            else:
+                self._lease_levels = levels[:3]
+                self._lazy.set_floor(floor, needs, levels[3])
+
+    def _lease_fits(self, jobs: list[Job]) -> bool:
+        """Whether a waiting demand of ``set_lease_floor``'s ``levels`` fits
+        the free GPUs plus those of ``jobs`` (running), by the packer's own
+        tests: a server (machine level), a rack (rack level; it also holds
+        every one-server placement) or the cluster (network level)."""
+        machine, rack, network = self._lease_levels
+        pool = self.total_free + sum(job.gpus for job in jobs)
+        if network <= pool:
+            return True
+        S = self.cluster.servers_per_rack
+        free = self.free
+        rack_free = self.rack_free
+        add_server: dict[int, int] = {}
+        add_rack: dict[int, int] = {}
+        for job in jobs:
+            for server, g in job.placement:
+                add_server[server] = add_server.get(server, 0) + g
+                add_rack[server // S] = add_rack.get(server // S, 0) + g
+        if rack <= pool:
+            top = max(rack_free)
+            for r, g in add_rack.items():
+                if rack_free[r] + g > top:
+                    top = rack_free[r] + g
+            if rack <= top:
+                return True
+        if machine <= pool:
+            top = self._free_index.largest()
+            for server, g in add_server.items():
+                if free[server] + g > top:
+                    top = free[server] + g
+            if machine <= top:
+                return True
+        return False
 
     def _rerate_uplinks(self, racks: Sequence[int], skip: int = -1) -> None:
         affected: set[int] = set()

@@ -52,7 +52,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ddl_gym.engine.job import Job
 
@@ -111,8 +111,12 @@ class LazyLeases:
     so older entries of it, on either heap, are stale.
     """
 
-    def __init__(self, lease_s: float) -> None:
+    def __init__(self, lease_s: float, fits: Callable[[list[Job]], bool] | None = None) -> None:
         self.lease_s = lease_s
+        # fits(jobs): whether a waiting demand of the policy's level test may
+        # fit the free GPUs plus those of ``jobs`` (the engine's packer tests)
+        self._fits = fits
+        self.levels_until = -math.inf  # the level test holds before this time
         self.at: dict[int, float] = {}
         self._heap: list[tuple[float, int, int, int]] = []
         self._seq = 0
@@ -148,7 +152,12 @@ class LazyLeases:
             if self._dparked_of:
                 self._unpark_near(self._phase_of[j])
 
-    def set_floor(self, floor: float | None, needs: Sequence[tuple[float, int]] = ()) -> None:
+    def set_floor(
+        self,
+        floor: float | None,
+        needs: Sequence[tuple[float, int]] = (),
+        levels_until: float = -math.inf,
+    ) -> None:
         """Only jobs whose bound exceeds ``floor`` make lease instants (None:
         all). Parked jobs above a lowered floor go back on the boundary heap.
 
@@ -156,7 +165,10 @@ class LazyLeases:
         ``gpus`` descending: a boundary whose jobs' largest bound exceeds a
         threshold interests the policy only if their GPUs plus the free ones
         number at least the ``gpus`` of the last such threshold; one whose
-        largest bound exceeds none, not at all (empty: no demand test)."""
+        largest bound exceeds none, not at all (empty: no demand test).
+        Before ``levels_until``, a boundary the count test keeps must also
+        pass the ``fits`` test given at construction."""
+        self.levels_until = levels_until
         self.floor = floor
         self._need_thr = [thr for thr, _ in needs]
         self._need_gpus = [g for _, g in needs]
@@ -247,7 +259,7 @@ class LazyLeases:
                     return b
                 if b != judged:
                     judged = b
-                    passed = self._too_few(b, jobs, free)
+                    passed = self._too_few(b, jobs, free, b < self.levels_until)
                 if not passed:
                     return b
                 cap, top = self._near(j, jobs)
@@ -312,11 +324,12 @@ class LazyLeases:
                 group[:] = [e for e in group if of.get(e[2]) == e[3]]
                 heapq.heapify(group)
 
-    def _too_few(self, b: float, jobs: list[Job], free: int) -> bool:
+    def _too_few(self, b: float, jobs: list[Job], free: int, levels: bool = False) -> bool:
         """Whether the jobs with a boundary at ``b`` and the ``free`` GPUs
-        hold no demand the policy named for their largest bound. Their known
-        boundaries are brought up to ``b`` (no boundary before ``b`` is lost:
-        the others' next ones are on the heap, none earlier than ``b``)."""
+        hold no demand the policy named for their largest bound (or, with
+        ``levels``, fail the ``fits`` test). Their known boundaries are brought
+        up to ``b`` (no boundary before ``b`` is lost: the others' next ones
+        are on the heap, none earlier than ``b``)."""
         L = self.lease_s
         at = self.at
         bound = self.bound
@@ -325,6 +338,7 @@ class LazyLeases:
         n = self._n_phases
         pool = free
         top = -math.inf
+        group: list[Job] = []
         for k in {(q - 1) % n, q, (q + 1) % n}:
             for j in phase.get(k, ()):
                 bj = at[j]
@@ -332,11 +346,14 @@ class LazyLeases:
                     bj = roll(bj, L, b, strict=False)
                     at[j] = bj
                 if bj == b:
+                    group.append(jobs[j])
                     pool += jobs[j].gpus
                     bj = bound.get(j, math.inf)
                     if bj > top:
                         top = bj
-        return self._need(top) > pool
+        if self._need(top) > pool:
+            return True
+        return levels and self._fits is not None and not self._fits(group)
 
     def expire_at(self, t: float, jobs: list[Job]) -> list[Job]:
         """Running jobs with a boundary exactly at ``t`` (in start order);
