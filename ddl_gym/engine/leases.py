@@ -42,9 +42,12 @@ until then), and the jobs that share a boundary are found by phase, as
 ``expire_at`` finds them. A job whose GPUs, plus those of every running job
 within two phase buckets of it (all that can ever share a boundary with it)
 and the free ones, hold no demand named for the largest bound among those
-jobs is *parked by demand* (grouped by that GPU sum, on a heap by that
-bound) until the free count or the needs change so that they might, or a job
-near its phase starts or is re-rated.
+jobs is *parked by demand*: it moves to a boundary heap of its own GPU sum
+``c``, which is searched only while ``c`` plus the free GPUs reach the
+smallest demand named (so a small job waiting for a moment wakes a whole
+group at once, and its placement puts it back to sleep, without moving
+jobs), and it returns to the main heap when a job near its phase starts or
+it is re-rated.
 """
 
 from __future__ import annotations
@@ -130,11 +133,10 @@ class LazyLeases:
         # demand test: thresholds ascending, the smallest demand above each
         self._need_thr: list[float] = []
         self._need_gpus: list[int] = []
-        self._need_neg: list[int] = []  # -gpus of each step (ascending, for bisect)
-        # parked by demand: GPU sum near the job -> heap of (-top bound, seq, j, token)
+        self._need_min = 0  # the smallest demand named (0: no demand test)
+        # parked by demand: GPU sum near the job -> boundary heap like ``_heap``
         self._dparked: dict[int, list[tuple[float, int, int, int]]] = {}
         self._dparked_of: dict[int, int] = {}  # j -> its token while parked by demand
-        self._dchecked: tuple[int, int] | None = None  # (free, needs id) last unparked at
 
     def _push(self, j: int, b: float) -> None:
         """A fresh boundary-heap entry for ``j`` (its older entries go stale)."""
@@ -149,8 +151,6 @@ class LazyLeases:
         self.bound[j] = bound
         if j in self.at:
             self._push(j, self.at[j])
-            if self._dparked_of:
-                self._unpark_near(self._phase_of[j])
 
     def set_floor(
         self,
@@ -172,8 +172,7 @@ class LazyLeases:
         self.floor = floor
         self._need_thr = [thr for thr, _ in needs]
         self._need_gpus = [g for _, g in needs]
-        self._need_neg = [-g for _, g in needs]
-        self._dchecked = None
+        self._need_min = self._need_gpus[-1] if needs else 0
         parked = self._parked
         while parked and (floor is None or -parked[0][0] > floor):
             _, _, j, token = heapq.heappop(parked)
@@ -196,9 +195,9 @@ class LazyLeases:
             self._unpark_near(q)
 
     def _unpark_near(self, q: int) -> None:
-        """A job of phase ``q`` started or was re-rated: the jobs parked by
-        demand within two buckets may now share a boundary with it, or see
-        a higher bound, so they go back on the heap."""
+        """A job of phase ``q`` started: the jobs parked by demand within two
+        buckets may now share a boundary with it (their GPU sum grew), so
+        they go back on the main heap."""
         n = self._n_phases
         of = self._dparked_of
         for k in range(q - 2, q + 3):
@@ -237,17 +236,27 @@ class LazyLeases:
         demand = bool(self._need_thr)
         judged = -math.inf  # the last boundary tested, and whether it is passed over
         passed = False
-        if self._dparked_of and self._dchecked != (free, id(self._need_neg)):
-            self._unpark_by_demand(free)
-        while heap:
-            b, seq, j, token = heap[0]
+        # the groups parked by demand whose GPUs plus the free ones may hold
+        # the smallest demand are searched with the main heap
+        need_min = self._need_min
+        active = [g for cap, g in self._dparked.items() if g and cap + free >= need_min]
+        while True:
+            src = heap
+            if active:
+                for g in active:
+                    if g and (not src or g[0] < src[0]):
+                        src = g
+            if not src:
+                return None
+            b, seq, j, token = src[0]
             if token_of.get(j) != token:
-                heapq.heappop(heap)  # stopped, or a newer entry exists
+                heapq.heappop(src)  # stopped, or a newer entry exists
                 continue
             if floor is not None and self.bound.get(j, math.inf) <= floor:
                 # its expiries cannot interest the policy: park it by bound
-                heapq.heappop(heap)
+                heapq.heappop(src)
                 heapq.heappush(self._parked, (-self.bound[j], seq, j, token))
+                self._dparked_of.pop(j, None)
                 continue
             true = self.at[j]
             if true <= now:
@@ -262,17 +271,20 @@ class LazyLeases:
                     passed = self._too_few(b, jobs, free, b < self.levels_until)
                 if not passed:
                     return b
-                cap, top = self._near(j, jobs)
-                if self._need(top) > cap + free:
-                    # no boundary of it can interest the policy for now
-                    heapq.heappop(heap)
-                    heapq.heappush(self._dparked.setdefault(cap, []), (-top, seq, j, token))
-                    self._dparked_of[j] = token
-                    continue
+                if src is heap:
+                    cap, top = self._near(j, jobs)
+                    if self._need(top) > cap + free:
+                        # no boundary of it can interest the policy for now
+                        heapq.heappop(heap)
+                        group = self._dparked.setdefault(cap, [])
+                        heapq.heappush(group, (b, seq, j, token))
+                        self._dparked_of[j] = token
+                        if len(group) > 2 * len(self._dparked_of) + 4096:
+                            self._drop_stale_parked()
+                        continue
                 true = _step(b, L)  # this boundary makes no instant
                 self.at[j] = true
-            heapq.heapreplace(heap, (true, seq, j, token))
-        return None
+            heapq.heapreplace(src, (true, seq, j, token))
 
     def _near(self, j: int, jobs: list[Job]) -> tuple[int, float]:
         """(GPUs, largest bound) of the running jobs within two phase buckets
@@ -298,31 +310,13 @@ class LazyLeases:
         i = bisect_left(self._need_thr, top)  # thresholds below ``top``
         return self._need_gpus[i - 1] if i else math.inf
 
-    def _unpark_by_demand(self, free: int) -> None:
-        """Jobs parked by demand whose GPUs (and their neighbours') plus
-        ``free`` may now hold the demand named for their bound go back on
-        the heap: for a GPU sum ``c``, the first step asking at most
-        ``c + free`` GPUs has the lowest threshold a bound must exceed."""
-        self._dchecked = (free, id(self._need_neg))
+    def _drop_stale_parked(self) -> None:
+        """Drop the entries of jobs that left a demand group (stopped,
+        re-rated, moved back): they pile up in groups that stay asleep."""
         of = self._dparked_of
-        thr = self._need_thr
-        neg = self._need_neg
-        stale = 0
-        for cap, group in self._dparked.items():
-            i = bisect_left(neg, -(cap + free))  # first step with gpus <= cap + free
-            low = thr[i] if i < len(thr) else math.inf
-            while group:
-                neg_top, _, j, token = group[0]
-                if of.get(j) == token and -neg_top <= low:
-                    break
-                heapq.heappop(group)
-                if of.get(j) == token:
-                    self._push(j, self.at[j])
-            stale += len(group)
-        if stale > 2 * len(of) + 1024:  # drop stale entries
-            for group in self._dparked.values():
-                group[:] = [e for e in group if of.get(e[2]) == e[3]]
-                heapq.heapify(group)
+        for group in self._dparked.values():
+            group[:] = [e for e in group if of.get(e[2]) == e[3]]
+            heapq.heapify(group)
 
     def _too_few(self, b: float, jobs: list[Job], free: int, levels: bool = False) -> bool:
         """Whether the jobs with a boundary at ``b`` and the ``free`` GPUs
