@@ -44,10 +44,10 @@ within two phase buckets of it (all that can ever share a boundary with it)
 and the free ones, hold no demand named for the largest bound among those
 jobs is *parked by demand*: it moves to a boundary heap of its own GPU sum
 ``c``, which is searched only while ``c`` plus the free GPUs reach the
-smallest demand named (so a small job waiting for a moment wakes a whole
-group at once, and its placement puts it back to sleep, without moving
-jobs), and it returns to the main heap when a job near its phase starts or
-it is re-rated.
+smallest demand named for a bound some job has reached (so a small job
+waiting for a moment wakes a whole group at once, and its placement puts it
+back to sleep, without moving jobs), and it returns to the main heap when a
+job near its phase starts or it is re-rated.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ class LazyLeases:
         # demand test: thresholds ascending, the smallest demand above each
         self._need_thr: list[float] = []
         self._need_gpus: list[int] = []
-        self._need_min = 0  # the smallest demand named (0: no demand test)
+        self._max_bound = -math.inf  # no bound given so far exceeded this
         # parked by demand: GPU sum near the job -> boundary heap like ``_heap``
         self._dparked: dict[int, list[tuple[float, int, int, int]]] = {}
         self._dparked_of: dict[int, int] = {}  # j -> its token while parked by demand
@@ -149,6 +149,8 @@ class LazyLeases:
         """Job ``j``'s efficiency stays at or below ``bound`` until its next
         re-rate. A running job gets a fresh heap entry (it may be parked)."""
         self.bound[j] = bound
+        if bound > self._max_bound:
+            self._max_bound = bound
         if j in self.at:
             self._push(j, self.at[j])
 
@@ -172,7 +174,6 @@ class LazyLeases:
         self.floor = floor
         self._need_thr = [thr for thr, _ in needs]
         self._need_gpus = [g for _, g in needs]
-        self._need_min = self._need_gpus[-1] if needs else 0
         parked = self._parked
         while parked and (floor is None or -parked[0][0] > floor):
             _, _, j, token = heapq.heappop(parked)
@@ -237,8 +238,9 @@ class LazyLeases:
         judged = -math.inf  # the last boundary tested, and whether it is passed over
         passed = False
         # the groups parked by demand whose GPUs plus the free ones may hold
-        # the smallest demand are searched with the main heap
-        need_min = self._need_min
+        # the demand named for the largest bound any job ever had (the
+        # smallest that can matter) are searched with the main heap
+        need_min = self._need(self._max_bound) if demand else 0
         active = [g for cap, g in self._dparked.items() if g and cap + free >= need_min]
         while True:
             src = heap
