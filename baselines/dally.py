@@ -106,6 +106,8 @@ class AutoTuner:
     # gpus -> (timers, time of the oldest sample in its windows): the timers
     # change only when a sample is added (``record``) or leaves the window
     _cache: dict[int, tuple[tuple[int, int], float]] = field(default_factory=dict, repr=False)
+    # bumped by every ``record``: timers change only then or past ``stable_until``
+    version: int = field(default=0, repr=False)
 
     def record(self, gpus: int, level: Level, wait_leases: float, now: float) -> None:
         """A job of ``gpus`` GPUs got a placement of ``level`` after waiting."""
@@ -113,6 +115,17 @@ class AutoTuner:
             return
         self.windows.setdefault((gpus, Level(level)), _Window()).add(now, wait_leases)
         self._cache.pop(gpus, None)
+        self.version += 1
+
+    def stable_until(self, gpus: int) -> float:
+        """Until when (a little before, for rounding) the timers last
+        computed for ``gpus`` hold if nothing is recorded: until their oldest
+        wait leaves the window (-inf: none computed)."""
+        hit = self._cache.get(gpus)
+        if hit is None:
+            return -math.inf
+        end = hit[1] + self.window_h * 3600.0
+        return end - (1e-9 * abs(end) + 1e-6)
 
     def spread(self, gpus: int, level: Level, now: float) -> int:
         window = self.windows.get((gpus, level))
@@ -199,6 +212,10 @@ class DallyPolicy(BasePolicy):
     _cls_new: list[int] = field(default_factory=list, repr=False)
     _cls_by_gpus: dict[int, set[int]] = field(default_factory=dict, repr=False)
     _cls_timers: dict[int, tuple[float, float]] = field(default_factory=dict, repr=False)
+    # (tuner version, time) up to which the tuner's timers were last seen to
+    # hold for the demands of the asks and of the level classes
+    _ask_stable: tuple[int, float] = field(default=(-1, -math.inf), repr=False)
+    _cls_stable: tuple[int, float] = field(default=(-1, -math.inf), repr=False)
     _synced_instant: int = field(default=-1, repr=False)
     # wake-up asks: jobs that joined the queue since the last ask, and per GPU
     # demand the waiting jobs asked for and the timers they were asked with
@@ -236,6 +253,8 @@ class DallyPolicy(BasePolicy):
         self._cls_new.clear()
         self._cls_by_gpus.clear()
         self._cls_timers.clear()
+        self._ask_stable = (-1, -math.inf)
+        self._cls_stable = (-1, -math.inf)
         self._synced_instant = -1
         self._fresh.clear()
         self._asked_by_gpus.clear()
@@ -273,9 +292,16 @@ class DallyPolicy(BasePolicy):
             job = view.job(index)
             if job.status == Status.PENDING:
                 self._ask(view, job)
-        if self.auto_tune:
+        now = view.now
+        tuner = self.tuner
+        seen, until = self._ask_stable
+        # no timer changed since the last look (nothing recorded, no wait
+        # left a window): every ask still holds
+        if self.auto_tune and not (seen == tuner.version and now < until):
+            until = math.inf
             for gpus, members in self._asked_by_gpus.items():
-                timers = self.tuner_timers(gpus, view.now)
+                timers = self.tuner_timers(gpus, now)
+                until = min(until, tuner.stable_until(gpus))
                 if timers == self._timers_by_gpus.get(gpus):
                     continue
                 self._timers_by_gpus[gpus] = timers
@@ -285,6 +311,7 @@ class DallyPolicy(BasePolicy):
                         del members[index]
                     else:
                         self._ask(view, job)
+            self._ask_stable = (tuner.version, until)
 
     def tuner_timers(self, gpus: int, now: float) -> tuple[float, float]:
         """The auto-tuner's timers for a demand of ``gpus`` GPUs; the history
@@ -298,6 +325,9 @@ class DallyPolicy(BasePolicy):
             return
         self._asked_by_gpus.setdefault(job.gpus, {})[job.index] = None
         rack_timer, network_timer = self.timers(job, view.now)
+        if self.auto_tune:  # asked with these timers: look again when they may change
+            seen, until = self._ask_stable
+            self._ask_stable = (seen, min(until, self.tuner.stable_until(job.gpus)))
         asked = (job.queued_since, rack_timer, network_timer)
         if self._asked.get(job.index) == asked:
             return  # same timers since the same resource change: done
@@ -515,6 +545,10 @@ class DallyPolicy(BasePolicy):
         counts = self._cls_count.setdefault(level, {})
         counts[job.gpus] = counts.get(job.gpus, 0) + 1
         self._cls_by_gpus.setdefault(job.gpus, set()).add(job.index)
+        if self.auto_tune:  # classed with these timers: look again when they may change
+            self.timers(job, view.now)
+            seen, until = self._cls_stable
+            self._cls_stable = (seen, min(until, self.tuner.stable_until(job.gpus)))
         if level == Level.NETWORK:
             return  # the widest: waiting longer changes nothing
         rack_timer, network_timer = self.timers(job, view.now)
@@ -550,22 +584,23 @@ class DallyPolicy(BasePolicy):
             if index in self._entry and index not in self._cls:
                 self._classify(view, job)
         until = math.inf
+        tuner = self.tuner
         if self.auto_tune:
-            tuner = self.tuner
-            horizon = tuner.window_h * 3600.0
-            for gpus, members in self._cls_by_gpus.items():
-                if not members:
-                    continue
-                timers = tuner.timers(gpus, now)
-                if self._cls_timers.get(gpus) != timers:
-                    self._cls_timers[gpus] = timers
-                    for index in list(members):
-                        self._unclassify(index)
-                        self._classify(view, view.job(index))
-                # the timers hold while no wait leaves the window
-                oldest = tuner._cache[gpus][1]
-                end = oldest + horizon
-                until = min(until, end - (1e-9 * abs(end) + 1e-6))
+            seen, stable = self._cls_stable
+            if not (seen == tuner.version and now < stable):
+                for gpus, members in self._cls_by_gpus.items():
+                    if not members:
+                        continue
+                    timers = tuner.timers(gpus, now)
+                    if self._cls_timers.get(gpus) != timers:
+                        self._cls_timers[gpus] = timers
+                        for index in list(members):
+                            self._unclassify(index)
+                            self._classify(view, view.job(index))
+                    # the timers hold while nothing is recorded and no wait
+                    # leaves the window
+                    until = min(until, tuner.stable_until(gpus))
+                self._cls_stable = (tuner.version, until)
         due = self._cls_due
         while due and due[0][0] <= now:
             _, index, since = heapq.heappop(due)
@@ -573,6 +608,8 @@ class DallyPolicy(BasePolicy):
             if index in self._cls and job.queued_since == since:
                 self._unclassify(index)
                 self._classify(view, job)
+        if self.auto_tune:  # classifying may have lowered it
+            until = self._cls_stable[1]
         if due:
             until = min(until, due[0][0])
         counts = self._cls_count
