@@ -202,6 +202,7 @@ class DallyPolicy(BasePolicy):
     _changes: int = field(default=0, repr=False)
     _needs_at: int = field(default=-1, repr=False)
     _needs: list[tuple[float, int]] = field(default_factory=list, repr=False)
+    _needs_pos: list[int] = field(default_factory=list, repr=False)  # queue position of each
     # the engine's level test: each waiting job's level (``allowed_level``)
     # and GPU demand as counted, counts per level and demand, when each
     # job's level may next change, jobs not classified yet, and per demand
@@ -247,6 +248,7 @@ class DallyPolicy(BasePolicy):
         self._changes = 0
         self._needs_at = -1
         self._needs = []
+        self._needs_pos = []
         self._cls.clear()
         self._cls_count.clear()
         self._cls_due.clear()
@@ -386,7 +388,16 @@ class DallyPolicy(BasePolicy):
                 self._enqueue(job)
 
     def _least(self, queue: list[tuple[float, float, int]], n: int, view: EngineView) -> int:
-        """The smallest GPU demand among the first ``n`` waiting jobs."""
+        """The smallest GPU demand among the first ``n`` waiting jobs (from
+        the prefix minima of ``_lease_needs``, kept while the queue holds)."""
+        if self._needs_at != self._changes:
+            self._needs_at = self._changes
+            self._needs = self._lease_needs(view)
+        i = bisect_left(self._needs_pos, n)  # steps within the first n jobs
+        return self._needs[i - 1][1] if i else math.inf
+
+    def _least_scan(self, queue: list[tuple[float, float, int]], n: int, view: EngineView) -> int:
+        """``_least`` by a scan of the queue (the reference for tests)."""
         smallest = min(self._demand)  # no job asks fewer: stop there
         least = math.inf
         jobs = view.jobs
@@ -630,12 +641,15 @@ class DallyPolicy(BasePolicy):
         jobs = view.jobs
         margin = self.margin
         needs: list[tuple[float, int]] = []
+        positions = self._needs_pos
+        positions.clear()
         least = math.inf
-        for eff, _, index in self._sorted:
+        for pos, (eff, _, index) in enumerate(self._sorted):
             gpus = jobs[index].gpus
             if gpus < least:
                 least = gpus
                 needs.append((eff + margin - 1e-9, gpus))
+                positions.append(pos)
                 if gpus == smallest:
                     break
         return needs
