@@ -389,10 +389,10 @@ class DallyPolicy(BasePolicy):
 
     def _least(self, queue: list[tuple[float, float, int]], n: int, view: EngineView) -> int:
         """The smallest GPU demand among the first ``n`` waiting jobs (from
-        the prefix minima of ``_lease_needs``, kept while the queue holds)."""
+        the prefix minima of ``_lease_needs`` while the queue is as then, else
+        by a scan)."""
         if self._needs_at != self._changes:
-            self._needs_at = self._changes
-            self._needs = self._lease_needs(view)
+            return self._least_scan(queue, n, view)
         i = bisect_left(self._needs_pos, n)  # steps within the first n jobs
         return self._needs[i - 1][1] if i else math.inf
 
@@ -408,56 +408,6 @@ class DallyPolicy(BasePolicy):
                 if least == smallest:
                     break
         return least
-
-    def _any_fits(
-        self,
-        view: EngineView,
-        queue: list[tuple[float, float, int]],
-        n: int,
-        expired: list[Job],
-        pool_total: int,
-    ) -> bool:
-        """Whether one of the first ``n`` waiting jobs fits the whole pool
-        (the free GPUs plus the expired jobs') at its allowed level, decided
-        from the largest counts alone, as the packer decides: a job of at
-        most one server's GPUs fits on one server iff some server holds it;
-        a wider level fits in one rack iff some rack holds it, and at network
-        level the pool's total is the test (the several-rack step takes any
-        GPUs). No copy of the free counts and no packer run."""
-        cluster = view.cluster
-        S = cluster.servers_per_rack
-        G = cluster.gpus_per_server
-        free_on = view.free_on
-        server_pool: dict[int, int] = {}
-        rack_add: dict[int, int] = {}
-        for job in expired:
-            for srv, g in job.placement:
-                server_pool[srv] = server_pool.get(srv, free_on(srv)) + g
-                rack_add[srv // S] = rack_add.get(srv // S, 0) + g
-        top_server = max(view.largest_server_free(), *server_pool.values())
-        top_rack = -1  # computed when first needed
-        jobs = view.jobs
-        seen: set[tuple[int, Level]] = set()
-        for i in range(n):
-            job = jobs[queue[i][2]]
-            gpus = job.gpus
-            if gpus > pool_total:
-                continue
-            level = self.allowed_level(view, job)
-            if (gpus, level) in seen:
-                continue
-            seen.add((gpus, level))
-            if gpus <= G and top_server >= gpus:
-                return True
-            if level == Level.NETWORK:
-                return True  # gpus <= pool_total
-            if level == Level.RACK:
-                if top_rack < 0:
-                    rack_free = view.free_per_rack
-                    top_rack = max(max(rack_free), *(rack_free[r] + a for r, a in rack_add.items()))
-                if top_rack >= gpus:
-                    return True
-        return False
 
     def _reoffer(self, view: EngineView) -> list[int]:
         """Expired-lease jobs that lose their GPUs in the re-offer."""
@@ -479,19 +429,25 @@ class DallyPolicy(BasePolicy):
             return []
         if self._least(queue, n_challengers, view) > pool_total:
             return []  # no challenger fits even the whole pool
-        if not self._any_fits(view, queue, n_challengers, expired, pool_total):
-            return []  # the pool only shrinks below: nobody can lose
-        # the pool: the free GPUs plus the expired jobs', per server and rack
-        # (``find_placement`` reads them, as ``placement_on`` on copies would)
         cluster = view.cluster
         S = cluster.servers_per_rack
         G = cluster.gpus_per_server
-        pool = list(view.free_per_server)
-        rack_pool = list(view.free_per_rack)
+        # The largest server and rack of the whole pool (the free GPUs plus
+        # the expired jobs'): the pool only shrinks below, so a demand that
+        # does not fit them at its level, by the packer's own tests (one
+        # server, one rack, or the total at network level), never fits and
+        # needs no packer run; the pool itself is built when one may fit.
+        add_srv: dict[int, int] = {}
+        add_rack: dict[int, int] = {}
         for job in expired:
             for srv, g in job.placement:
-                pool[srv] += g
-                rack_pool[srv // S] += g
+                add_srv[srv] = add_srv.get(srv, 0) + g
+                add_rack[srv // S] = add_rack.get(srv // S, 0) + g
+        top_server = -1  # computed when first needed
+        top_rack = -1
+        pool: list[int] | None = None  # per server and rack, built on demand
+        rack_pool: list[int] = []
+        kept: list[Job] = []  # incumbents that kept their GPUs before it was built
         # the pool only changes when someone takes GPUs: memoise the packer
         fits: dict[tuple[int, Level], list[tuple[int, int]] | None] = {}
         losers: list[int] = []
@@ -500,19 +456,53 @@ class DallyPolicy(BasePolicy):
             while k < n_challengers and queue[k][0] < inc_eff - margin:
                 job = view.job(queue[k][2])
                 k += 1
-                if job.gpus > pool_total:
+                gpus = job.gpus
+                if gpus > pool_total:
                     continue
-                key = (job.gpus, self.allowed_level(view, job))
+                level = self.allowed_level(view, job)
+                key = (gpus, level)
                 if key not in fits:
-                    fits[key] = find_placement(pool, rack_pool, S, G, job.gpus, key[1])
+                    if top_server < 0 and gpus <= G:
+                        free_on = view.free_on
+                        top_server = view.largest_server_free()
+                        for srv, g in add_srv.items():
+                            top_server = max(top_server, free_on(srv) + g)
+                    if not (gpus <= G and top_server >= gpus) and level != Level.NETWORK:
+                        if level == Level.RACK and top_rack < 0:
+                            rack_free = view.free_per_rack
+                            top_rack = max(rack_free)
+                            for r, g in add_rack.items():
+                                top_rack = max(top_rack, rack_free[r] + g)
+                        if level == Level.MACHINE or top_rack < gpus:
+                            fits[key] = None
+                            continue
+                    if pool is None:
+                        # the free GPUs plus the expired jobs', less the kept ones'
+                        # (``find_placement`` reads them, as ``placement_on`` would)
+                        pool = list(view.free_per_server)
+                        rack_pool = list(view.free_per_rack)
+                        for srv, g in add_srv.items():
+                            pool[srv] += g
+                            rack_pool[srv // S] += g
+                        for other in kept:
+                            for srv, g in other.placement:
+                                pool[srv] -= g
+                                rack_pool[srv // S] -= g
+                    fits[key] = find_placement(pool, rack_pool, S, G, gpus, level)
                 placement = fits[key]
                 if placement is not None:
+                    assert pool is not None
                     for srv, g in placement:
                         pool[srv] -= g
                         rack_pool[srv // S] -= g
-                    pool_total -= job.gpus
+                    pool_total -= gpus
                     fits.clear()
-            if all(pool[srv] >= g for srv, g in incumbent.placement):
+            if pool is None:
+                # nobody took any GPU yet: the incumbent's are all in the pool
+                kept.append(incumbent)
+                pool_total -= incumbent.gpus
+                fits.clear()
+            elif all(pool[srv] >= g for srv, g in incumbent.placement):
                 for srv, g in incumbent.placement:
                     pool[srv] -= g
                     rack_pool[srv // S] -= g
