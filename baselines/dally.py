@@ -66,6 +66,9 @@ from .common import (
 )
 
 SEED_LEASE_S = 20.0
+# clusters of more servers test a re-offer's fit from the pool's largest
+# server and rack before copying it (at 512 servers the copies dominated)
+_QUICK_FIT_SERVERS = 128
 
 
 @dataclass
@@ -437,16 +440,24 @@ class DallyPolicy(BasePolicy):
         # does not fit them at its level, by the packer's own tests (one
         # server, one rack, or the total at network level), never fits and
         # needs no packer run; the pool itself is built when one may fit.
+        # On a small cluster copying the pool costs less than the test.
         add_srv: dict[int, int] = {}
         add_rack: dict[int, int] = {}
         for job in expired:
             for srv, g in job.placement:
                 add_srv[srv] = add_srv.get(srv, 0) + g
                 add_rack[srv // S] = add_rack.get(srv // S, 0) + g
-        top_server = -1  # computed when first needed
-        top_rack = -1
+        top_server: float = -1  # computed when first needed
+        top_rack: float = -1
         pool: list[int] | None = None  # per server and rack, built on demand
         rack_pool: list[int] = []
+        if cluster.num_servers <= _QUICK_FIT_SERVERS:
+            top_server = top_rack = math.inf  # no test: every demand may fit
+            pool = list(view.free_per_server)
+            rack_pool = list(view.free_per_rack)
+            for srv, g in add_srv.items():
+                pool[srv] += g
+                rack_pool[srv // S] += g
         kept: list[Job] = []  # incumbents that kept their GPUs before it was built
         # the pool only changes when someone takes GPUs: memoise the packer
         fits: dict[tuple[int, Level], list[tuple[int, int]] | None] = {}
