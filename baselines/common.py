@@ -95,6 +95,8 @@ def victims_for(
     ``None`` if even all of them are not enough. ``candidates`` is iterated
     from the front (twice at most), never indexed, so a policy may pass a lazy
     view of thousands of running jobs."""
+    if level == Level.NETWORK:
+        return _network_victims(view.total_free, job.gpus, candidates)
     cluster = view.cluster
     # even all candidates together cannot free enough GPUs: stop at once (the
     # count stops as soon as it reaches enough, not at the end of the list)
@@ -115,10 +117,8 @@ def victims_for(
     S = cluster.servers_per_rack
     if level == Level.MACHINE and gpus > cluster.gpus_per_server:
         return None  # never fits, whatever is released
-    rack_base = view.free_per_rack
-    if level == Level.NETWORK:
-        fit0 = view.total_free >= gpus
-    elif level == Level.MACHINE:
+    rack_base = view.free_per_rack if level == Level.RACK else ()
+    if level == Level.MACHINE:
         fit0 = view.largest_server_free() >= gpus
     else:
         fit0 = max(rack_base) >= gpus
@@ -126,8 +126,6 @@ def victims_for(
     def fits_after(released: list[Job]) -> bool:
         if fit0:
             return True
-        if level == Level.NETWORK:
-            return view.total_free + sum(v.gpus for v in released) >= gpus
         extra: dict[int, int] = {}
         for v in released:
             for server, g in v.placement:
@@ -145,19 +143,16 @@ def victims_for(
         chosen.append(victim)
         total += victim.gpus
         fit = fit0
-        if level == Level.NETWORK:
-            fit = total >= gpus
-        else:
-            for server, g in victim.placement:
-                if level == Level.MACHINE:
-                    f = extra_srv[server] = extra_srv.get(server, 0) + g
-                    if view.free_on(server) + f >= gpus:
-                        fit = True
-                else:
-                    r = server // S
-                    f = extra_rack[r] = extra_rack.get(r, 0) + g
-                    if rack_base[r] + f >= gpus:
-                        fit = True
+        for server, g in victim.placement:
+            if level == Level.MACHINE:
+                f = extra_srv[server] = extra_srv.get(server, 0) + g
+                if view.free_on(server) + f >= gpus:
+                    fit = True
+            else:
+                r = server // S
+                f = extra_rack[r] = extra_rack.get(r, 0) + g
+                if rack_base[r] + f >= gpus:
+                    fit = True
         # too few GPUs in all: no placement (as ``fits`` would answer)
         if total >= gpus and fit:
             break
@@ -169,6 +164,30 @@ def victims_for(
         if fits_after(rest):
             chosen = rest
     return chosen
+
+
+def _network_victims(free: int, gpus: int, candidates: Iterable[Job]) -> list[Job] | None:
+    """``victims_for`` at network level, where the packer fits any ``gpus``
+    the cluster holds, so only counts matter: take candidates until free plus
+    released reach ``gpus``, then drop (in order) every one but the last
+    whose GPUs are not needed. One pass, no placements looked at."""
+    chosen: list[Job] = []
+    total = free
+    for victim in candidates:
+        chosen.append(victim)
+        total += victim.gpus
+        if total >= gpus:
+            break
+    else:
+        return None
+    kept: list[Job] = []
+    for victim in chosen[:-1]:
+        if free >= gpus or total - victim.gpus >= gpus:
+            total -= victim.gpus  # the rest still fit without it
+        else:
+            kept.append(victim)
+    kept.append(chosen[-1])
+    return kept
 
 
 @dataclass

@@ -45,6 +45,7 @@ section 1; written from that description, not from the authors' code.
 
 from __future__ import annotations
 
+import heapq
 import math
 from bisect import bisect_left, insort
 from collections import deque
@@ -65,6 +66,9 @@ from .common import (
 )
 
 SEED_LEASE_S = 20.0
+# clusters of more servers test a re-offer's fit from the pool's largest
+# server and rack before copying it (at 512 servers the copies dominated)
+_QUICK_FIT_SERVERS = 128
 
 
 @dataclass
@@ -105,6 +109,8 @@ class AutoTuner:
     # gpus -> (timers, time of the oldest sample in its windows): the timers
     # change only when a sample is added (``record``) or leaves the window
     _cache: dict[int, tuple[tuple[int, int], float]] = field(default_factory=dict, repr=False)
+    # bumped by every ``record``: timers change only then or past ``stable_until``
+    version: int = field(default=0, repr=False)
 
     def record(self, gpus: int, level: Level, wait_leases: float, now: float) -> None:
         """A job of ``gpus`` GPUs got a placement of ``level`` after waiting."""
@@ -112,6 +118,17 @@ class AutoTuner:
             return
         self.windows.setdefault((gpus, Level(level)), _Window()).add(now, wait_leases)
         self._cache.pop(gpus, None)
+        self.version += 1
+
+    def stable_until(self, gpus: int) -> float:
+        """Until when (a little before, for rounding) the timers last
+        computed for ``gpus`` hold if nothing is recorded: until their oldest
+        wait leaves the window (-inf: none computed)."""
+        hit = self._cache.get(gpus)
+        if hit is None:
+            return -math.inf
+        end = hit[1] + self.window_h * 3600.0
+        return end - (1e-9 * abs(end) + 1e-6)
 
     def spread(self, gpus: int, level: Level, now: float) -> int:
         window = self.windows.get((gpus, level))
@@ -183,6 +200,26 @@ class DallyPolicy(BasePolicy):
     _entry: dict[int, tuple[float, float, int]] = field(default_factory=dict, repr=False)
     _demand: dict[int, int] = field(default_factory=dict, repr=False)
     _joining: list[int] = field(default_factory=list, repr=False)
+    # the lease floor and demand test handed to the engine, rebuilt when the
+    # queue changed (``_changes`` counts the queue's changes)
+    _changes: int = field(default=0, repr=False)
+    _needs_at: int = field(default=-1, repr=False)
+    _needs: list[tuple[float, int]] = field(default_factory=list, repr=False)
+    _needs_pos: list[int] = field(default_factory=list, repr=False)  # queue position of each
+    # the engine's level test: each waiting job's level (``allowed_level``)
+    # and GPU demand as counted, counts per level and demand, when each
+    # job's level may next change, jobs not classified yet, and per demand
+    # the tuner's timers the classes were computed with
+    _cls: dict[int, tuple[Level, int]] = field(default_factory=dict, repr=False)
+    _cls_count: dict[Level, dict[int, int]] = field(default_factory=dict, repr=False)
+    _cls_due: list[tuple[float, int, float]] = field(default_factory=list, repr=False)
+    _cls_new: list[int] = field(default_factory=list, repr=False)
+    _cls_by_gpus: dict[int, set[int]] = field(default_factory=dict, repr=False)
+    _cls_timers: dict[int, tuple[float, float]] = field(default_factory=dict, repr=False)
+    # (tuner version, time) up to which the tuner's timers were last seen to
+    # hold for the demands of the asks and of the level classes
+    _ask_stable: tuple[int, float] = field(default=(-1, -math.inf), repr=False)
+    _cls_stable: tuple[int, float] = field(default=(-1, -math.inf), repr=False)
     _synced_instant: int = field(default=-1, repr=False)
     # wake-up asks: jobs that joined the queue since the last ask, and per GPU
     # demand the waiting jobs asked for and the timers they were asked with
@@ -211,6 +248,18 @@ class DallyPolicy(BasePolicy):
         self._entry.clear()
         self._demand.clear()
         self._joining.clear()
+        self._changes = 0
+        self._needs_at = -1
+        self._needs = []
+        self._needs_pos = []
+        self._cls.clear()
+        self._cls_count.clear()
+        self._cls_due.clear()
+        self._cls_new.clear()
+        self._cls_by_gpus.clear()
+        self._cls_timers.clear()
+        self._ask_stable = (-1, -math.inf)
+        self._cls_stable = (-1, -math.inf)
         self._synced_instant = -1
         self._fresh.clear()
         self._asked_by_gpus.clear()
@@ -248,9 +297,16 @@ class DallyPolicy(BasePolicy):
             job = view.job(index)
             if job.status == Status.PENDING:
                 self._ask(view, job)
-        if self.auto_tune:
+        now = view.now
+        tuner = self.tuner
+        seen, until = self._ask_stable
+        # no timer changed since the last look (nothing recorded, no wait
+        # left a window): every ask still holds
+        if self.auto_tune and not (seen == tuner.version and now < until):
+            until = math.inf
             for gpus, members in self._asked_by_gpus.items():
-                timers = self.tuner_timers(gpus, view.now)
+                timers = self.tuner_timers(gpus, now)
+                until = min(until, tuner.stable_until(gpus))
                 if timers == self._timers_by_gpus.get(gpus):
                     continue
                 self._timers_by_gpus[gpus] = timers
@@ -260,6 +316,7 @@ class DallyPolicy(BasePolicy):
                         del members[index]
                     else:
                         self._ask(view, job)
+            self._ask_stable = (tuner.version, until)
 
     def tuner_timers(self, gpus: int, now: float) -> tuple[float, float]:
         """The auto-tuner's timers for a demand of ``gpus`` GPUs; the history
@@ -273,6 +330,9 @@ class DallyPolicy(BasePolicy):
             return
         self._asked_by_gpus.setdefault(job.gpus, {})[job.index] = None
         rack_timer, network_timer = self.timers(job, view.now)
+        if self.auto_tune:  # asked with these timers: look again when they may change
+            seen, until = self._ask_stable
+            self._ask_stable = (seen, min(until, self.tuner.stable_until(job.gpus)))
         asked = (job.queued_since, rack_timer, network_timer)
         if self._asked.get(job.index) == asked:
             return  # same timers since the same resource change: done
@@ -293,14 +353,18 @@ class DallyPolicy(BasePolicy):
         entry = (job.efficiency, job.arrival, job.index)
         self._entry[job.index] = entry
         insort(self._sorted, entry)
+        self._changes += 1
         self._demand[job.gpus] = self._demand.get(job.gpus, 0) + 1
         self._fresh.append(job.index)
+        self._cls_new.append(job.index)
 
     def _dequeue(self, job: Job) -> None:
         entry = self._entry.pop(job.index, None)
         if entry is None:
             return
         del self._sorted[bisect_left(self._sorted, entry)]
+        self._changes += 1
+        self._unclassify(job.index)
         if self._demand[job.gpus] == 1:
             del self._demand[job.gpus]
         else:
@@ -327,7 +391,16 @@ class DallyPolicy(BasePolicy):
                 self._enqueue(job)
 
     def _least(self, queue: list[tuple[float, float, int]], n: int, view: EngineView) -> int:
-        """The smallest GPU demand among the first ``n`` waiting jobs."""
+        """The smallest GPU demand among the first ``n`` waiting jobs (from
+        the prefix minima of ``_lease_needs`` while the queue is as then, else
+        by a scan)."""
+        if self._needs_at != self._changes:
+            return self._least_scan(queue, n, view)
+        i = bisect_left(self._needs_pos, n)  # steps within the first n jobs
+        return self._needs[i - 1][1] if i else math.inf
+
+    def _least_scan(self, queue: list[tuple[float, float, int]], n: int, view: EngineView) -> int:
+        """``_least`` by a scan of the queue (the reference for tests)."""
         smallest = min(self._demand)  # no job asks fewer: stop there
         least = math.inf
         jobs = view.jobs
@@ -359,17 +432,33 @@ class DallyPolicy(BasePolicy):
             return []
         if self._least(queue, n_challengers, view) > pool_total:
             return []  # no challenger fits even the whole pool
-        # the pool: the free GPUs plus the expired jobs', per server and rack
-        # (``find_placement`` reads them, as ``placement_on`` on copies would)
         cluster = view.cluster
         S = cluster.servers_per_rack
         G = cluster.gpus_per_server
-        pool = list(view.free_per_server)
-        rack_pool = list(view.free_per_rack)
+        # The largest server and rack of the whole pool (the free GPUs plus
+        # the expired jobs'): the pool only shrinks below, so a demand that
+        # does not fit them at its level, by the packer's own tests (one
+        # server, one rack, or the total at network level), never fits and
+        # needs no packer run; the pool itself is built when one may fit.
+        # On a small cluster copying the pool costs less than the test.
+        add_srv: dict[int, int] = {}
+        add_rack: dict[int, int] = {}
         for job in expired:
             for srv, g in job.placement:
+                add_srv[srv] = add_srv.get(srv, 0) + g
+                add_rack[srv // S] = add_rack.get(srv // S, 0) + g
+        top_server: float = -1  # computed when first needed
+        top_rack: float = -1
+        pool: list[int] | None = None  # per server and rack, built on demand
+        rack_pool: list[int] = []
+        if cluster.num_servers <= _QUICK_FIT_SERVERS:
+            top_server = top_rack = math.inf  # no test: every demand may fit
+            pool = list(view.free_per_server)
+            rack_pool = list(view.free_per_rack)
+            for srv, g in add_srv.items():
                 pool[srv] += g
                 rack_pool[srv // S] += g
+        kept: list[Job] = []  # incumbents that kept their GPUs before it was built
         # the pool only changes when someone takes GPUs: memoise the packer
         fits: dict[tuple[int, Level], list[tuple[int, int]] | None] = {}
         losers: list[int] = []
@@ -378,19 +467,53 @@ class DallyPolicy(BasePolicy):
             while k < n_challengers and queue[k][0] < inc_eff - margin:
                 job = view.job(queue[k][2])
                 k += 1
-                if job.gpus > pool_total:
+                gpus = job.gpus
+                if gpus > pool_total:
                     continue
-                key = (job.gpus, self.allowed_level(view, job))
+                level = self.allowed_level(view, job)
+                key = (gpus, level)
                 if key not in fits:
-                    fits[key] = find_placement(pool, rack_pool, S, G, job.gpus, key[1])
+                    if top_server < 0 and gpus <= G:
+                        free_on = view.free_on
+                        top_server = view.largest_server_free()
+                        for srv, g in add_srv.items():
+                            top_server = max(top_server, free_on(srv) + g)
+                    if not (gpus <= G and top_server >= gpus) and level != Level.NETWORK:
+                        if level == Level.RACK and top_rack < 0:
+                            rack_free = view.free_per_rack
+                            top_rack = max(rack_free)
+                            for r, g in add_rack.items():
+                                top_rack = max(top_rack, rack_free[r] + g)
+                        if level == Level.MACHINE or top_rack < gpus:
+                            fits[key] = None
+                            continue
+                    if pool is None:
+                        # the free GPUs plus the expired jobs', less the kept ones'
+                        # (``find_placement`` reads them, as ``placement_on`` would)
+                        pool = list(view.free_per_server)
+                        rack_pool = list(view.free_per_rack)
+                        for srv, g in add_srv.items():
+                            pool[srv] += g
+                            rack_pool[srv // S] += g
+                        for other in kept:
+                            for srv, g in other.placement:
+                                pool[srv] -= g
+                                rack_pool[srv // S] -= g
+                    fits[key] = find_placement(pool, rack_pool, S, G, gpus, level)
                 placement = fits[key]
                 if placement is not None:
+                    assert pool is not None
                     for srv, g in placement:
                         pool[srv] -= g
                         rack_pool[srv // S] -= g
-                    pool_total -= job.gpus
+                    pool_total -= gpus
                     fits.clear()
-            if all(pool[srv] >= g for srv, g in incumbent.placement):
+            if pool is None:
+                # nobody took any GPU yet: the incumbent's are all in the pool
+                kept.append(incumbent)
+                pool_total -= incumbent.gpus
+                fits.clear()
+            elif all(pool[srv] >= g for srv, g in incumbent.placement):
                 for srv, g in incumbent.placement:
                     pool[srv] -= g
                     rack_pool[srv // S] -= g
@@ -413,10 +536,124 @@ class DallyPolicy(BasePolicy):
             # matter if some expired job is less efficient than the best
             # waiting job by more than ``margin`` (else the re-offer has no
             # challenger, nobody loses, and the instant is a WAIT with no side
-            # effect): tell the engine (1e-9 below, for rounding) so that
-            # other expiries make no decision point.
-            view.set_lease_floor(self._queue(view)[0][0] + self.margin - 1e-9)
+            # effect), and only if the smallest demand among the waiting jobs
+            # it could lose to fits the expired and free GPUs together (else
+            # ``_reoffer`` gives up before the packer): tell the engine so
+            # that other expiries make no decision point.
+            if self._needs_at != self._changes:
+                self._needs_at = self._changes
+                self._needs = self._lease_needs(view)
+            view.set_lease_floor(self._needs[0][0], self._needs, self._level_minima(view))
         return action
+
+    # -- the engine's level test: waiting demands per level ------------------
+    def _classify(self, view: EngineView, job: Job) -> None:
+        """Count a waiting job at its level now, and note when that level may
+        change: a timer firing (a little before it, for rounding). A level
+        changes otherwise only when the auto-tuner's timers for its demand
+        do (``_level_minima`` checks that)."""
+        level = self.allowed_level(view, job)
+        self._cls[job.index] = (level, job.gpus)
+        counts = self._cls_count.setdefault(level, {})
+        counts[job.gpus] = counts.get(job.gpus, 0) + 1
+        self._cls_by_gpus.setdefault(job.gpus, set()).add(job.index)
+        if self.auto_tune:  # classed with these timers: look again when they may change
+            self.timers(job, view.now)
+            seen, until = self._cls_stable
+            self._cls_stable = (seen, min(until, self.tuner.stable_until(job.gpus)))
+        if level == Level.NETWORK:
+            return  # the widest: waiting longer changes nothing
+        rack_timer, network_timer = self.timers(job, view.now)
+        timer = rack_timer if level == Level.MACHINE else network_timer
+        fires = job.queued_since + (timer - EPS) * self.lease_s
+        until = fires - (1e-9 * abs(fires) + 1e-6)
+        now = view.now
+        if not until > now:
+            until = math.nextafter(now, math.inf)  # look again at the next instant
+        heapq.heappush(self._cls_due, (until, job.index, job.queued_since))
+
+    def _unclassify(self, index: int) -> None:
+        entry = self._cls.pop(index, None)
+        if entry is None:
+            return
+        level, gpus = entry
+        counts = self._cls_count[level]
+        if counts[gpus] == 1:
+            del counts[gpus]
+        else:
+            counts[gpus] -= 1
+        self._cls_by_gpus[gpus].discard(index)
+
+    def _level_minima(self, view: EngineView) -> tuple[float, float, float, float]:
+        """``set_lease_floor``'s ``levels``: the smallest waiting demand per
+        level (every waiting job, not only the challengers: a superset, so
+        the engine's test can only keep more instants) and until when that
+        holds (the first level change or auto-tuner timer change)."""
+        now = view.now
+        todo, self._cls_new = self._cls_new, []
+        for index in todo:
+            job = view.job(index)
+            if index in self._entry and index not in self._cls:
+                self._classify(view, job)
+        until = math.inf
+        tuner = self.tuner
+        if self.auto_tune:
+            seen, stable = self._cls_stable
+            if not (seen == tuner.version and now < stable):
+                for gpus, members in self._cls_by_gpus.items():
+                    if not members:
+                        continue
+                    timers = tuner.timers(gpus, now)
+                    if self._cls_timers.get(gpus) != timers:
+                        self._cls_timers[gpus] = timers
+                        for index in list(members):
+                            self._unclassify(index)
+                            self._classify(view, view.job(index))
+                    # the timers hold while nothing is recorded and no wait
+                    # leaves the window
+                    until = min(until, tuner.stable_until(gpus))
+                self._cls_stable = (tuner.version, until)
+        due = self._cls_due
+        while due and due[0][0] <= now:
+            _, index, since = heapq.heappop(due)
+            job = view.job(index)
+            if index in self._cls and job.queued_since == since:
+                self._unclassify(index)
+                self._classify(view, job)
+        if self.auto_tune:  # classifying may have lowered it
+            until = self._cls_stable[1]
+        if due:
+            until = min(until, due[0][0])
+        counts = self._cls_count
+        minima = [
+            min(counts[level]) if counts.get(level) else math.inf
+            for level in (Level.MACHINE, Level.RACK, Level.NETWORK)
+        ]
+        return (minima[0], minima[1], minima[2], until)
+
+    def _lease_needs(self, view: EngineView) -> list[tuple[float, int]]:
+        """``(threshold, gpus)`` steps for ``set_lease_floor``: an expired job
+        more efficient than ``threshold`` has as challengers (waiting jobs
+        less efficient by more than ``margin``) at least the queue's prefix
+        up to the step's job, whose smallest demand is ``gpus``. Thresholds
+        sit 1e-9 below ``efficiency + margin`` (rounding; the engine compares
+        bounds that are themselves 1e-9 high)."""
+        smallest = min(self._demand)
+        jobs = view.jobs
+        margin = self.margin
+        needs: list[tuple[float, int]] = []
+        positions = self._needs_pos
+        positions.clear()
+        least = math.inf
+        for pos, (eff, _, index) in enumerate(self._sorted):
+            gpus = jobs[index].gpus
+            if gpus < least:
+                least = gpus
+                needs.append((eff + margin - 1e-9, gpus))
+                positions.append(pos)
+                if gpus == smallest:
+                    break
+        return needs
 
     def _decide(self, view: EngineView) -> Action:
         pending = view.pending

@@ -181,10 +181,16 @@ class Engine:
         self._uplink_alpha = self.perf.uplink_latency(self.background)
         self._heap: list[tuple[float, int, int, int, int]] = []
         self._seq = 0
+        self._compact_at = 4096
         self._tick_at: float | None = None
         self.instant = 0  # counts event instants handled (decision points)
         self.lease_expired: list[Job] = []
-        self._lazy = LazyLeases(self.lease_s) if self.lazy_leases and self.lease_s else None
+        self._lazy = (
+            LazyLeases(self.lease_s, self._lease_fits)
+            if self.lazy_leases and self.lease_s
+            else None
+        )
+        self._lease_levels = (math.inf, math.inf, math.inf)
         self.events_now: list[tuple[str, int]] = []
         self.series: list[tuple[float, int, int, int, float]] = []
         # (job index, server, GPUs, start, end) of every finished placement
@@ -204,12 +210,38 @@ class Engine:
     def _push(self, t: float, kind: int, job: int, version: int = 0) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (t, kind, self._seq, job, version))
+        if len(self._heap) > self._compact_at:
+            self._compact()
+
+    def _stale(self, kind: int, t: float, j: int, version: int) -> bool:
+        """Whether a heap entry can no longer make an event (the test of
+        ``_drop_stale`` and of the instant loop): a completion or lease of a
+        job re-rated, stopped or re-leased since (versions only grow), or a
+        tick replaced. Congestion changes and wake-ups always count."""
+        if kind == COMPLETION or kind == LEASE:
+            job = self.jobs[j]
+            current = job.version if kind == COMPLETION else job.lease_version
+            return job.status != Status.RUNNING or version != current
+        if kind == TICK:
+            return t != self._tick_at
+        return False
+
+    def _compact(self) -> None:
+        """Drop the stale entries from the event heap (every re-rate leaves
+        one behind; at scale they outnumber the live ones and slow every
+        push and pop). The entries are totally ordered (unique sequence
+        numbers), so the events come in the same order as before."""
+        stale = self._stale
+        heap = self._heap  # in place: the instant loop holds this list
+        heap[:] = [e for e in heap if not stale(e[1], e[0], e[3], e[4])]
+        heapq.heapify(heap)
+        self._compact_at = max(4096, 2 * len(heap))
 
     def next_event_time(self) -> float | None:
         self._drop_stale()
         t = self._heap[0][0] if self._heap else None
         if self._lazy is not None and self.pending:
-            lease_t = self._lazy.next_after(self.now, self.jobs)
+            lease_t = self._lazy.next_after(self.now, self.jobs, free=self.total_free)
             if lease_t is not None and (t is None or lease_t < t):
                 t = lease_t
         return t
@@ -257,7 +289,12 @@ class Engine:
         self.events_now = []
         self.instant += 1
         lazy = self._lazy
-        lease_t = lazy.next_after(self.now, self.jobs) if lazy and self.pending else None
+        heap_t = self._heap[0][0] if self._heap else math.inf
+        lease_t = None
+        if lazy and self.pending:
+            # the decision point is over: the policy's floor and the free
+            # count hold until the next other event
+            lease_t = lazy.next_after(self.now, self.jobs, heap_t, self.total_free)
         if not self._heap and lease_t is None:
             return
         t = self._heap[0][0] if self._heap else lease_t
@@ -375,7 +412,12 @@ class Engine:
             share = self.perf.uplink_share
             if self.contention:
                 # the share falls with the count: the busiest uplink's is the least
-                busiest = max(len(self.uplink_jobs[r]) for r in job.racks)
+                uplinks = self.uplink_jobs
+                busiest = 0
+                for r in job.racks:
+                    n = len(uplinks[r])
+                    if n > busiest:
+                        busiest = n
                 bw = share(self.background, busiest)
             else:
                 bw = share(self.background, 1)
@@ -416,15 +458,73 @@ class Engine:
         limit = job.t_compute / per_iter if per_iter > 0 else 0.0
         return max(now, limit) + 1e-9
 
-    def set_lease_floor(self, floor: float | None) -> None:
+    def set_lease_floor(
+        self,
+        floor: float | None,
+        needs: Sequence[tuple[float, int]] = (),
+        levels: tuple[float, float, float, float] | None = None,
+    ) -> None:
         """Lazy leases: until changed, an instant where only leases expire is
         made only if some expiring job's efficiency may exceed ``floor``
         (None: any expiry while a job waits). For a policy that re-offers an
         expired lease only to a less efficient waiting job (Dally); expiries
         at instants made by other events are all reported. Ignored without
-        lazy leases."""
+        lazy leases.
+
+        ``needs`` adds a demand test: ``(threshold, gpus)`` pairs, thresholds
+        ascending and ``gpus`` descending, meaning "a waiting job that an
+        expiring job whose efficiency exceeds ``threshold`` could lose to asks
+        at least ``gpus`` GPUs". An instant where only leases expire is then
+        made only if the GPUs of the jobs expiring there plus the free ones
+        number at least the ``gpus`` of the last threshold their largest
+        efficiency bound exceeds.
+
+        ``levels``: ``(machine, rack, network, until)``: the smallest GPU
+        demand among the waiting jobs that accept only one server, only one
+        rack, and any placement (inf: none), valid for every instant before
+        ``until``. Such an instant is then also made only if one of those
+        demands fits, as the packer tests it, in the free GPUs plus those of
+        the expiring jobs: one server, one rack, or the whole pool."""
         if self._lazy is not None:
-            self._lazy.set_floor(floor)
+            if levels is None:
+                self._lazy.set_floor(floor, needs)
+            else:
+                self._lease_levels = levels[:3]
+                self._lazy.set_floor(floor, needs, levels[3])
+
+    def _lease_fits(self, jobs: list[Job]) -> bool:
+        """Whether a waiting demand of ``set_lease_floor``'s ``levels`` fits
+        the free GPUs plus those of ``jobs`` (running), by the packer's own
+        tests: a server (machine level), a rack (rack level; it also holds
+        every one-server placement) or the cluster (network level)."""
+        machine, rack, network = self._lease_levels
+        pool = self.total_free + sum(job.gpus for job in jobs)
+        if network <= pool:
+            return True
+        S = self.cluster.servers_per_rack
+        free = self.free
+        rack_free = self.rack_free
+        add_server: dict[int, int] = {}
+        add_rack: dict[int, int] = {}
+        for job in jobs:
+            for server, g in job.placement:
+                add_server[server] = add_server.get(server, 0) + g
+                add_rack[server // S] = add_rack.get(server // S, 0) + g
+        if rack <= pool:
+            top = max(rack_free)
+            for r, g in add_rack.items():
+                if rack_free[r] + g > top:
+                    top = rack_free[r] + g
+            if rack <= top:
+                return True
+        if machine <= pool:
+            top = self._free_index.largest()
+            for server, g in add_server.items():
+                if free[server] + g > top:
+                    top = free[server] + g
+            if machine <= top:
+                return True
+        return False
 
     def _rerate_uplinks(self, racks: Sequence[int], skip: int = -1) -> None:
         affected: set[int] = set()

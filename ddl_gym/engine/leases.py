@@ -29,12 +29,33 @@ floor is *parked* (off the boundary heap, on a heap by bound) so its expiries
 alone make no decision point. Lowering the floor or re-rating a job brings it
 back. Expiries at instants that happen anyway are still all reported
 (``expire_at`` goes by phase, parked or not).
+
+A *demand* test (``set_floor``'s ``needs``) goes further still, for a policy
+whose re-offer can only hand the expired GPUs to a waiting job that fits in
+them (Dally: the GPUs of the jobs expiring at an instant plus the free ones).
+The policy gives, per efficiency threshold, the smallest demand among the
+waiting jobs that an expiring job above that threshold could lose to; a
+boundary shared by jobs whose GPUs plus the free ones hold none of those
+demands is passed over without an instant. Only boundaries before the next
+other event are passed over (the free count and the policy's needs are fixed
+until then), and the jobs that share a boundary are found by phase, as
+``expire_at`` finds them. A job whose GPUs, plus those of every running job
+within two phase buckets of it (all that can ever share a boundary with it)
+and the free ones, hold no demand named for the largest bound among those
+jobs is *parked by demand*: it moves to a boundary heap of its own GPU sum
+``c``, which is searched only while ``c`` plus the free GPUs reach the
+smallest demand named for a bound some job has reached (so a small job
+waiting for a moment wakes a whole group at once, and its placement puts it
+back to sleep, without moving jobs), and it returns to the main heap when a
+job near its phase starts or it is re-rated.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
 
 from ddl_gym.engine.job import Job
 
@@ -93,8 +114,12 @@ class LazyLeases:
     so older entries of it, on either heap, are stale.
     """
 
-    def __init__(self, lease_s: float) -> None:
+    def __init__(self, lease_s: float, fits: Callable[[list[Job]], bool] | None = None) -> None:
         self.lease_s = lease_s
+        # fits(jobs): whether a waiting demand of the policy's level test may
+        # fit the free GPUs plus those of ``jobs`` (the engine's packer tests)
+        self._fits = fits
+        self.levels_until = -math.inf  # the level test holds before this time
         self.at: dict[int, float] = {}
         self._heap: list[tuple[float, int, int, int]] = []
         self._seq = 0
@@ -105,24 +130,50 @@ class LazyLeases:
         self.bound: dict[int, float] = {}  # efficiency bound until the next re-rate
         self._token: dict[int, int] = {}
         self._parked: list[tuple[float, int, int, int]] = []  # (-bound, seq, j, token)
+        # demand test: thresholds ascending, the smallest demand above each
+        self._need_thr: list[float] = []
+        self._need_gpus: list[int] = []
+        self._max_bound = -math.inf  # no bound given so far exceeded this
+        # parked by demand: GPU sum near the job -> boundary heap like ``_heap``
+        self._dparked: dict[int, list[tuple[float, int, int, int]]] = {}
+        self._dparked_of: dict[int, int] = {}  # j -> its token while parked by demand
 
     def _push(self, j: int, b: float) -> None:
         """A fresh boundary-heap entry for ``j`` (its older entries go stale)."""
         self._seq += 1
         self._token[j] = self._seq
         heapq.heappush(self._heap, (b, self._seq, j, self._seq))
+        self._dparked_of.pop(j, None)
 
     def set_bound(self, j: int, bound: float) -> None:
         """Job ``j``'s efficiency stays at or below ``bound`` until its next
         re-rate. A running job gets a fresh heap entry (it may be parked)."""
         self.bound[j] = bound
+        if bound > self._max_bound:
+            self._max_bound = bound
         if j in self.at:
             self._push(j, self.at[j])
 
-    def set_floor(self, floor: float | None) -> None:
+    def set_floor(
+        self,
+        floor: float | None,
+        needs: Sequence[tuple[float, int]] = (),
+        levels_until: float = -math.inf,
+    ) -> None:
         """Only jobs whose bound exceeds ``floor`` make lease instants (None:
-        all). Parked jobs above a lowered floor go back on the boundary heap."""
+        all). Parked jobs above a lowered floor go back on the boundary heap.
+
+        ``needs``: ``(threshold, gpus)`` pairs, thresholds ascending and
+        ``gpus`` descending: a boundary whose jobs' largest bound exceeds a
+        threshold interests the policy only if their GPUs plus the free ones
+        number at least the ``gpus`` of the last such threshold; one whose
+        largest bound exceeds none, not at all (empty: no demand test).
+        Before ``levels_until``, a boundary the count test keeps must also
+        pass the ``fits`` test given at construction."""
+        self.levels_until = levels_until
         self.floor = floor
+        self._need_thr = [thr for thr, _ in needs]
+        self._need_gpus = [g for _, g in needs]
         parked = self._parked
         while parked and (floor is None or -parked[0][0] > floor):
             _, _, j, token = heapq.heappop(parked)
@@ -141,12 +192,26 @@ class LazyLeases:
         q = self._bucket(b)
         self._phase_of[j] = q
         self._phase.setdefault(q, set()).add(j)
+        if self._dparked_of:
+            self._unpark_near(q)
+
+    def _unpark_near(self, q: int) -> None:
+        """A job of phase ``q`` started: the jobs parked by demand within two
+        buckets may now share a boundary with it (their GPU sum grew), so
+        they go back on the main heap."""
+        n = self._n_phases
+        of = self._dparked_of
+        for k in range(q - 2, q + 3):
+            for m in self._phase.get(k % n, ()):
+                if m in of:
+                    self._push(m, self.at[m])
 
     def stop(self, job: Job) -> None:
         """The job stopped running (its heap entry goes stale by version)."""
         j = job.index
         self.at.pop(j, None)
         self._token.pop(j, None)  # its entries go stale
+        self._dparked_of.pop(j, None)
         q = self._phase_of.pop(j, None)
         if q is not None:
             members = self._phase[q]
@@ -154,21 +219,46 @@ class LazyLeases:
             if not members:
                 del self._phase[q]
 
-    def next_after(self, now: float, jobs: list[Job]) -> float | None:
-        """The earliest boundary ``> now`` of any running job (None: none)."""
+    def next_after(
+        self, now: float, jobs: list[Job], before: float = -math.inf, free: int = 0
+    ) -> float | None:
+        """The earliest boundary ``> now`` of any running job (None: none).
+
+        With a demand test (``set_floor``'s ``needs``), boundaries earlier
+        than ``before`` (the next other event; by default none) whose jobs'
+        GPUs plus ``free`` hold no demand the policy named are passed over
+        for good: give ``before`` only once the decision point is over (the
+        free count and the needs are then fixed until ``before``).
+        """
         heap = self._heap
         L = self.lease_s
         floor = self.floor
         token_of = self._token
-        while heap:
-            b, seq, j, token = heap[0]
+        demand = bool(self._need_thr)
+        judged = -math.inf  # the last boundary tested, and whether it is passed over
+        passed = False
+        # the groups parked by demand whose GPUs plus the free ones may hold
+        # the demand named for the largest bound any job ever had (the
+        # smallest that can matter) are searched with the main heap
+        need_min = self._need(self._max_bound) if demand else 0
+        active = [g for cap, g in self._dparked.items() if g and cap + free >= need_min]
+        while True:
+            src = heap
+            if active:
+                for g in active:
+                    if g and (not src or g[0] < src[0]):
+                        src = g
+            if not src:
+                return None
+            b, seq, j, token = src[0]
             if token_of.get(j) != token:
-                heapq.heappop(heap)  # stopped, or a newer entry exists
+                heapq.heappop(src)  # stopped, or a newer entry exists
                 continue
             if floor is not None and self.bound.get(j, math.inf) <= floor:
                 # its expiries cannot interest the policy: park it by bound
-                heapq.heappop(heap)
+                heapq.heappop(src)
                 heapq.heappush(self._parked, (-self.bound[j], seq, j, token))
+                self._dparked_of.pop(j, None)
                 continue
             true = self.at[j]
             if true <= now:
@@ -176,9 +266,90 @@ class LazyLeases:
                 true = nb if now < nb else roll(true, L, now, strict=True)
                 self.at[j] = true
             if true == b:
-                return b
-            heapq.heapreplace(heap, (true, seq, j, token))
-        return None
+                if not demand or b >= before:
+                    return b
+                if b != judged:
+                    judged = b
+                    passed = self._too_few(b, jobs, free, b < self.levels_until)
+                if not passed:
+                    return b
+                if src is heap:
+                    cap, top = self._near(j, jobs)
+                    if self._need(top) > cap + free:
+                        # no boundary of it can interest the policy for now
+                        heapq.heappop(heap)
+                        group = self._dparked.setdefault(cap, [])
+                        heapq.heappush(group, (b, seq, j, token))
+                        self._dparked_of[j] = token
+                        if len(group) > 2 * len(self._dparked_of) + 4096:
+                            self._drop_stale_parked()
+                        continue
+                true = _step(b, L)  # this boundary makes no instant
+                self.at[j] = true
+            heapq.heapreplace(src, (true, seq, j, token))
+
+    def _near(self, j: int, jobs: list[Job]) -> tuple[int, float]:
+        """(GPUs, largest bound) of the running jobs within two phase buckets
+        of ``j``, itself included: every job that shares a boundary with
+        ``j`` is among them (a boundary lies within one bucket of its job's
+        phase)."""
+        q = self._phase_of[j]
+        n = self._n_phases
+        phase = self._phase
+        bound = self.bound
+        total = 0
+        top = -math.inf
+        for k in range(q - 2, q + 3):
+            for m in phase.get(k % n, ()):
+                total += jobs[m].gpus
+                bm = bound.get(m, math.inf)
+                if bm > top:
+                    top = bm
+        return total, top
+
+    def _need(self, top: float) -> float:
+        """The demand named for a largest bound ``top`` (inf: none)."""
+        i = bisect_left(self._need_thr, top)  # thresholds below ``top``
+        return self._need_gpus[i - 1] if i else math.inf
+
+    def _drop_stale_parked(self) -> None:
+        """Drop the entries of jobs that left a demand group (stopped,
+        re-rated, moved back): they pile up in groups that stay asleep."""
+        of = self._dparked_of
+        for group in self._dparked.values():
+            group[:] = [e for e in group if of.get(e[2]) == e[3]]
+            heapq.heapify(group)
+
+    def _too_few(self, b: float, jobs: list[Job], free: int, levels: bool = False) -> bool:
+        """Whether the jobs with a boundary at ``b`` and the ``free`` GPUs
+        hold no demand the policy named for their largest bound (or, with
+        ``levels``, fail the ``fits`` test). Their known boundaries are brought
+        up to ``b`` (no boundary before ``b`` is lost: the others' next ones
+        are on the heap, none earlier than ``b``)."""
+        L = self.lease_s
+        at = self.at
+        bound = self.bound
+        phase = self._phase
+        q = self._bucket(b)
+        n = self._n_phases
+        pool = free
+        top = -math.inf
+        group: list[Job] = []
+        for k in {(q - 1) % n, q, (q + 1) % n}:
+            for j in phase.get(k, ()):
+                bj = at[j]
+                if bj < b:
+                    bj = roll(bj, L, b, strict=False)
+                    at[j] = bj
+                if bj == b:
+                    group.append(jobs[j])
+                    pool += jobs[j].gpus
+                    bj = bound.get(j, math.inf)
+                    if bj > top:
+                        top = bj
+        if self._need(top) > pool:
+            return True
+        return levels and self._fits is not None and not self._fits(group)
 
     def expire_at(self, t: float, jobs: list[Job]) -> list[Job]:
         """Running jobs with a boundary exactly at ``t`` (in start order);

@@ -164,10 +164,18 @@ class EngineView:
             job.model, job.gpus, level, self._engine.background, job.t_compute
         )
 
-    def set_lease_floor(self, floor: float | None) -> None:
+    def set_lease_floor(
+        self,
+        floor: float | None,
+        needs: Sequence[tuple[float, int]] = (),
+        levels: tuple[float, float, float, float] | None = None,
+    ) -> None:
         """Lazy leases: skip instants where only leases of jobs whose
-        efficiency cannot exceed ``floor`` expire (see ``Engine.set_lease_floor``)."""
-        self._engine.set_lease_floor(floor)
+        efficiency cannot exceed ``floor`` expire, or (``needs``) whose GPUs
+        plus the free ones hold no waiting demand they could lose to, or
+        (``levels``) where no waiting demand fits them at its level (see
+        ``Engine.set_lease_floor``)."""
+        self._engine.set_lease_floor(floor, needs, levels)
 
     def wake_at(self, t: float) -> None:
         """Ask for a decision point at ``t`` (e.g. when a delay timer fires)."""
