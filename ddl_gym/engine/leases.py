@@ -242,6 +242,9 @@ class LazyLeases:
         # smallest that can matter) are searched with the main heap
         need_min = self._need(self._max_bound) if demand else 0
         active = [g for cap, g in self._dparked.items() if g and cap + free >= need_min]
+        for g in active:
+            if g[0][0] <= now:
+                self._catch_up(g, now)
         while True:
             src = heap
             if active:
@@ -287,6 +290,34 @@ class LazyLeases:
                 true = _step(b, L)  # this boundary makes no instant
                 self.at[j] = true
             heapq.heapreplace(src, (true, seq, j, token))
+
+    def _catch_up(self, group: list[tuple[float, int, int, int]], now: float) -> None:
+        """Roll the entries of a demand group that fell behind ``now`` while
+        the group was not searched. Rolling them one by one as they reach the
+        top of the search loop dominated (a group wakes often); here each
+        costs a pop and a roll, and many go back by one heapify. The entries
+        come out as that loop would leave them (same rolls; sequence numbers
+        are unique, so the order is too), stale ones dropped."""
+        L = self.lease_s
+        at = self.at
+        token_of = self._token
+        behind = []
+        while group and group[0][0] <= now:
+            _, seq, j, token = heapq.heappop(group)
+            if token_of.get(j) != token:
+                continue  # stopped, or a newer entry exists
+            true = at[j]
+            if true <= now:
+                nb = true + L  # one step suffices (roll's own first step)
+                true = nb if now < nb else roll(true, L, now, strict=True)
+                at[j] = true
+            behind.append((true, seq, j, token))
+        if len(behind) > len(group) >> 3:
+            group.extend(behind)
+            heapq.heapify(group)
+        else:
+            for entry in behind:
+                heapq.heappush(group, entry)
 
     def _near(self, j: int, jobs: list[Job]) -> tuple[int, float]:
         """(GPUs, largest bound) of the running jobs within two phase buckets
