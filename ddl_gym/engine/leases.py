@@ -295,29 +295,25 @@ class LazyLeases:
         """Roll the entries of a demand group that fell behind ``now`` while
         the group was not searched. Rolling them one by one as they reach the
         top of the search loop dominated (a group wakes often); here each
-        costs a pop and a roll, and many go back by one heapify. The entries
-        come out as that loop would leave them (same rolls; sequence numbers
-        are unique, so the order is too), stale ones dropped."""
+        costs one roll and one heap operation. The entries come out as that
+        loop would leave them (same rolls; sequence numbers are unique, so
+        the order is too), stale ones dropped."""
         L = self.lease_s
         at = self.at
         token_of = self._token
-        behind = []
+        pop = heapq.heappop
+        replace = heapq.heapreplace
         while group and group[0][0] <= now:
-            _, seq, j, token = heapq.heappop(group)
+            _, seq, j, token = group[0]
             if token_of.get(j) != token:
-                continue  # stopped, or a newer entry exists
+                pop(group)  # stopped, or a newer entry exists
+                continue
             true = at[j]
             if true <= now:
                 nb = true + L  # one step suffices (roll's own first step)
                 true = nb if now < nb else roll(true, L, now, strict=True)
                 at[j] = true
-            behind.append((true, seq, j, token))
-        if len(behind) > len(group) >> 3:
-            group.extend(behind)
-            heapq.heapify(group)
-        else:
-            for entry in behind:
-                heapq.heappush(group, entry)
+            replace(group, (true, seq, j, token))  # later than now: not seen again
 
     def _near(self, j: int, jobs: list[Job]) -> tuple[int, float]:
         """(GPUs, largest bound) of the running jobs within two phase buckets
