@@ -130,6 +130,7 @@ class LazyLeases:
         self.bound: dict[int, float] = {}  # efficiency bound until the next re-rate
         self._token: dict[int, int] = {}
         self._parked: list[tuple[float, int, int, int]] = []  # (-bound, seq, j, token)
+        self._bparked: set[int] = set()  # jobs whose entry is on ``_parked``
         # demand test: thresholds ascending, the smallest demand above each
         self._need_thr: list[float] = []
         self._need_gpus: list[int] = []
@@ -144,14 +145,17 @@ class LazyLeases:
         self._token[j] = self._seq
         heapq.heappush(self._heap, (b, self._seq, j, self._seq))
         self._dparked_of.pop(j, None)
+        self._bparked.discard(j)
 
     def set_bound(self, j: int, bound: float) -> None:
         """Job ``j``'s efficiency stays at or below ``bound`` until its next
-        re-rate. A running job gets a fresh heap entry (it may be parked)."""
+        re-rate. A parked running job gets a fresh heap entry (its new bound
+        may interest the policy); one on the main heap keeps its entry (the
+        bound is read when it reaches the top)."""
         self.bound[j] = bound
         if bound > self._max_bound:
             self._max_bound = bound
-        if j in self.at:
+        if j in self.at and (j in self._dparked_of or j in self._bparked):
             self._push(j, self.at[j])
 
     def set_floor(
@@ -212,6 +216,7 @@ class LazyLeases:
         self.at.pop(j, None)
         self._token.pop(j, None)  # its entries go stale
         self._dparked_of.pop(j, None)
+        self._bparked.discard(j)
         q = self._phase_of.pop(j, None)
         if q is not None:
             members = self._phase[q]
@@ -262,6 +267,7 @@ class LazyLeases:
                 heapq.heappop(src)
                 heapq.heappush(self._parked, (-self.bound[j], seq, j, token))
                 self._dparked_of.pop(j, None)
+                self._bparked.add(j)
                 continue
             true = self.at[j]
             if true <= now:
