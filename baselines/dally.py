@@ -194,11 +194,13 @@ class DallyPolicy(BasePolicy):
     # the waiting jobs as sorted (efficiency, arrival, index): a waiting job's
     # efficiency is frozen, so entries are inserted when a job joins the queue
     # (arrival, this policy's preemption) and removed when it is placed;
-    # ``_entry`` maps index -> entry, ``_demand`` counts waiting jobs per GPU
-    # demand (the smallest demand bounds who can take a pool)
+    # ``_entry`` maps index -> entry, ``_demand`` the waiting jobs per GPU
+    # demand, sorted the same way (the smallest demand bounds who can take a
+    # pool, and passes that skip jobs too large merge the lists they need
+    # instead of scanning a long queue)
     _sorted: list[tuple[float, float, int]] = field(default_factory=list, repr=False)
     _entry: dict[int, tuple[float, float, int]] = field(default_factory=dict, repr=False)
-    _demand: dict[int, int] = field(default_factory=dict, repr=False)
+    _demand: dict[int, list[tuple[float, float, int]]] = field(default_factory=dict, repr=False)
     _joining: list[int] = field(default_factory=list, repr=False)
     # the lease floor and demand test handed to the engine, rebuilt when the
     # queue changed (``_changes`` counts the queue's changes)
@@ -354,7 +356,7 @@ class DallyPolicy(BasePolicy):
         self._entry[job.index] = entry
         insort(self._sorted, entry)
         self._changes += 1
-        self._demand[job.gpus] = self._demand.get(job.gpus, 0) + 1
+        insort(self._demand.setdefault(job.gpus, []), entry)
         self._fresh.append(job.index)
         self._cls_new.append(job.index)
 
@@ -365,10 +367,11 @@ class DallyPolicy(BasePolicy):
         del self._sorted[bisect_left(self._sorted, entry)]
         self._changes += 1
         self._unclassify(job.index)
-        if self._demand[job.gpus] == 1:
+        same = self._demand[job.gpus]
+        if len(same) == 1:
             del self._demand[job.gpus]
         else:
-            self._demand[job.gpus] -= 1
+            del same[bisect_left(same, entry)]
 
     def _sync(self, view: EngineView) -> None:
         """The queue's changes since the last call: this instant's arrivals
@@ -427,11 +430,21 @@ class DallyPolicy(BasePolicy):
             return []  # not even the smallest waiting job fits the whole pool
         margin = self.margin
         offered = sorted((view.efficiency(j), j.arrival, j.index, j) for j in expired)
-        n_challengers = bisect_left(queue, (offered[-1][0] - margin, -math.inf, -1))
+        cut = (offered[-1][0] - margin, -math.inf, -1)  # challengers come before
+        n_challengers = bisect_left(queue, cut)
         if not n_challengers:
             return []
         if self._least(queue, n_challengers, view) > pool_total:
             return []  # no challenger fits even the whole pool
+        # the challengers that fit the whole pool, in queue order (the pool
+        # only shrinks: the others would be skipped anyway)
+        challengers: list[tuple[float, float, int]] = []
+        for gpus, same in self._demand.items():
+            if gpus <= pool_total:
+                challengers += same[: bisect_left(same, cut)]
+        challengers.sort()
+        n_challengers = len(challengers)
+        jobs = view.jobs
         cluster = view.cluster
         S = cluster.servers_per_rack
         G = cluster.gpus_per_server
@@ -464,8 +477,8 @@ class DallyPolicy(BasePolicy):
         losers: list[int] = []
         k = 0  # next challenger; incumbents win ties, so they go first
         for inc_eff, _, _, incumbent in offered:
-            while k < n_challengers and queue[k][0] < inc_eff - margin:
-                job = view.job(queue[k][2])
+            while k < n_challengers and challengers[k][0] < inc_eff - margin:
+                job = jobs[challengers[k][2]]
                 k += 1
                 gpus = job.gpus
                 if gpus > pool_total:
@@ -639,18 +652,18 @@ class DallyPolicy(BasePolicy):
         sit 1e-9 below ``efficiency + margin`` (rounding; the engine compares
         bounds that are themselves 1e-9 high)."""
         smallest = min(self._demand)
-        jobs = view.jobs
         margin = self.margin
         needs: list[tuple[float, int]] = []
         positions = self._needs_pos
         positions.clear()
         least = math.inf
-        for pos, (eff, _, index) in enumerate(self._sorted):
-            gpus = jobs[index].gpus
+        # a step is the first job of its demand, in queue order, smaller
+        # than every demand before it: only each demand's first job can be one
+        for entry, gpus in sorted((same[0], gpus) for gpus, same in self._demand.items()):
             if gpus < least:
                 least = gpus
-                needs.append((eff + margin - 1e-9, gpus))
-                positions.append(pos)
+                needs.append((entry[0] + margin - 1e-9, gpus))
+                positions.append(bisect_left(self._sorted, entry))
                 if gpus == smallest:
                     break
         return needs
@@ -677,9 +690,11 @@ class DallyPolicy(BasePolicy):
         free = view.total_free
         failed: set[tuple[int, Level]] = set()  # state is fixed during the pass
         jobs = view.jobs
-        # no waiting job fits the free GPUs: the pass would skip every one
-        queue = self._queue(view) if min(self._demand) <= free else ()
-        for _, _, index in queue:
+        # the pass skips every job larger than the free GPUs: it goes through
+        # the others only, in queue order (none if no waiting job fits)
+        queue = self._demand
+        same = [queue[gpus] for gpus in queue if gpus <= free]
+        for _, _, index in same[0] if len(same) == 1 else heapq.merge(*same):
             job = jobs[index]
             if job.gpus > free:
                 continue

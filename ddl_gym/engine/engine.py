@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import insort
+from bisect import bisect_left
 from collections.abc import Sequence
 
 import pandas as pd
@@ -378,12 +378,13 @@ class Engine:
             self._pending_keys.append(key)
             self.pending.append(job)
         else:
-            insort(self._pending_keys, key)
-            pos = self._pending_keys.index(key)
+            pos = bisect_left(self._pending_keys, key)
+            self._pending_keys.insert(pos, key)
             self.pending.insert(pos, job)
 
     def _dequeue(self, job: Job) -> None:
-        pos = self.pending.index(job)
+        # keys are unique and sorted: a bisection, not a scan of the queue
+        pos = bisect_left(self._pending_keys, (job.arrival, job.index))
         del self.pending[pos]
         del self._pending_keys[pos]
 

@@ -130,6 +130,7 @@ class LazyLeases:
         self.bound: dict[int, float] = {}  # efficiency bound until the next re-rate
         self._token: dict[int, int] = {}
         self._parked: list[tuple[float, int, int, int]] = []  # (-bound, seq, j, token)
+        self._bparked: set[int] = set()  # jobs whose entry is on ``_parked``
         # demand test: thresholds ascending, the smallest demand above each
         self._need_thr: list[float] = []
         self._need_gpus: list[int] = []
@@ -144,14 +145,17 @@ class LazyLeases:
         self._token[j] = self._seq
         heapq.heappush(self._heap, (b, self._seq, j, self._seq))
         self._dparked_of.pop(j, None)
+        self._bparked.discard(j)
 
     def set_bound(self, j: int, bound: float) -> None:
         """Job ``j``'s efficiency stays at or below ``bound`` until its next
-        re-rate. A running job gets a fresh heap entry (it may be parked)."""
+        re-rate. A parked running job gets a fresh heap entry (its new bound
+        may interest the policy); one on the main heap keeps its entry (the
+        bound is read when it reaches the top)."""
         self.bound[j] = bound
         if bound > self._max_bound:
             self._max_bound = bound
-        if j in self.at:
+        if j in self.at and (j in self._dparked_of or j in self._bparked):
             self._push(j, self.at[j])
 
     def set_floor(
@@ -212,6 +216,7 @@ class LazyLeases:
         self.at.pop(j, None)
         self._token.pop(j, None)  # its entries go stale
         self._dparked_of.pop(j, None)
+        self._bparked.discard(j)
         q = self._phase_of.pop(j, None)
         if q is not None:
             members = self._phase[q]
@@ -242,6 +247,9 @@ class LazyLeases:
         # smallest that can matter) are searched with the main heap
         need_min = self._need(self._max_bound) if demand else 0
         active = [g for cap, g in self._dparked.items() if g and cap + free >= need_min]
+        for g in active:
+            if g[0][0] <= now:
+                self._catch_up(g, now)
         while True:
             src = heap
             if active:
@@ -259,6 +267,7 @@ class LazyLeases:
                 heapq.heappop(src)
                 heapq.heappush(self._parked, (-self.bound[j], seq, j, token))
                 self._dparked_of.pop(j, None)
+                self._bparked.add(j)
                 continue
             true = self.at[j]
             if true <= now:
@@ -287,6 +296,30 @@ class LazyLeases:
                 true = _step(b, L)  # this boundary makes no instant
                 self.at[j] = true
             heapq.heapreplace(src, (true, seq, j, token))
+
+    def _catch_up(self, group: list[tuple[float, int, int, int]], now: float) -> None:
+        """Roll the entries of a demand group that fell behind ``now`` while
+        the group was not searched. Rolling them one by one as they reach the
+        top of the search loop dominated (a group wakes often); here each
+        costs one roll and one heap operation. The entries come out as that
+        loop would leave them (same rolls; sequence numbers are unique, so
+        the order is too), stale ones dropped."""
+        L = self.lease_s
+        at = self.at
+        token_of = self._token
+        pop = heapq.heappop
+        replace = heapq.heapreplace
+        while group and group[0][0] <= now:
+            _, seq, j, token = group[0]
+            if token_of.get(j) != token:
+                pop(group)  # stopped, or a newer entry exists
+                continue
+            true = at[j]
+            if true <= now:
+                nb = true + L  # one step suffices (roll's own first step)
+                true = nb if now < nb else roll(true, L, now, strict=True)
+                at[j] = true
+            replace(group, (true, seq, j, token))  # later than now: not seen again
 
     def _near(self, j: int, jobs: list[Job]) -> tuple[int, float]:
         """(GPUs, largest bound) of the running jobs within two phase buckets
