@@ -34,9 +34,11 @@ from ddl_gym.traces import (
     synthetic_trace,
     window,
 )
+from ddl_gym.traces.transform import scale_load
 
 PARTS = ("train", "val", "test")
 _DEFAULT_SPEC = re.compile(r"^(default|long):(\d+)(?:-(\d+))?$")
+_SCALED_SPEC = re.compile(r"^(.+)\*(\d+(?:\.\d+)?)$")
 
 # "long:S": a synthetic workload shaped like the seed's traces (its GPU mix,
 # a log-normal duration with the seed's ~20 h median, ~2.5 arrivals per hour),
@@ -56,6 +58,11 @@ def resolve_traces(specs: Sequence[str]) -> list[Trace]:
     """Traces named by ``SplitConfig.traces`` specs."""
     out: list[Trace] = []
     for spec in specs:
+        scaled = _SCALED_SPEC.match(spec)
+        if scaled:  # "PATH*K": the trace with K times its arrival rate
+            (base,) = resolve_traces([scaled.group(1)])
+            out.append(scale_load(base, float(scaled.group(2))))
+            continue
         m = _DEFAULT_SPEC.match(spec)
         if m:
             kind = m.group(1)
@@ -98,7 +105,9 @@ def split_traces(split: SplitConfig) -> dict[str, list[Trace]]:
     (a0, a1), (b0, b1), (c0, c1) = split.train, split.val, split.test
     if not (0.0 <= a0 < a1 <= b0 < b1 <= c0 < c1 <= 1.0):
         raise ValueError(f"split parts must be ordered and disjoint: {bounds}")
-    overlap = (set(split.traces) | set(split.val_traces)) & set(split.test_traces)
+    overlap = (set(split.traces) | set(split.val_traces) | set(split.select_traces)) & set(
+        split.test_traces
+    )
     if overlap or set(split.traces) & set(split.val_traces):
         raise ValueError(f"a held-out trace is also a training/validation trace: {overlap}")
     traces = resolve_traces(split.traces)
@@ -256,9 +265,19 @@ class AgentEnv(gym.Wrapper):
     instants, so the agent only sees real choices.
     """
 
-    def __init__(self, env: gym.Env, K: int, preempt: bool, invalid_to_wait: bool) -> None:
+    def __init__(
+        self,
+        env: gym.Env,
+        K: int,
+        preempt: bool,
+        invalid_to_wait: bool,
+        preempt_cost: float = 0.0,
+    ) -> None:
         super().__init__(env)
+        if not preempt_cost >= 0:
+            raise ValueError(f"preempt_cost must be >= 0, got {preempt_cost}")
         self.K = K
+        self.preempt_cost = float(preempt_cost)
         self.preempt = preempt
         self.invalid_to_wait = invalid_to_wait
         space = env.observation_space
@@ -292,6 +311,8 @@ class AgentEnv(gym.Wrapper):
                 )
             a = 0 if mask[0] else int(np.flatnonzero(mask)[0])
         obs, reward, terminated, truncated, info = self.env.step(a)
+        if a > 3 * self.K:  # 1 + 3K + j: preempt running row j
+            reward = float(reward) - self.preempt_cost
         obs, reward, terminated, truncated, info = self._skip(
             obs, float(reward), terminated, truncated, info
         )
@@ -328,6 +349,9 @@ def make_env_fn(
             base = MixedWindowEnv(env, traces, env.windows_h)
         else:
             base = cluster_env(env, traces, env.window_s)
-        return Monitor(AgentEnv(base, env.K, env.preempt, invalid_to_wait))
+        # the preemption cost shapes the training reward only: validation
+        # (cycle) returns stay minus the total JCT
+        cost = 0.0 if cycle else env.preempt_cost
+        return Monitor(AgentEnv(base, env.K, env.preempt, invalid_to_wait, preempt_cost=cost))
 
     return make
