@@ -59,6 +59,10 @@ class EnvConfig:
     # reward units: job-hours with the "jct" reward). Validation returns stay
     # minus the total JCT, so model selection is unchanged.
     preempt_cost: float = 0.0
+    # "set" only: forbid placing a job at a level whose predicted slowdown
+    # (observation field slowdown_<level>, under the current background) is
+    # above this factor, unless that leaves no action. None: no guard.
+    max_slowdown: float | None = None
 
 
 @dataclass

@@ -195,6 +195,21 @@ def agent_mask(mask: np.ndarray, K: int, preempt: bool) -> np.ndarray:
     return out
 
 
+def slowdown_guard(mask: np.ndarray, obs: np.ndarray, K: int, M: int, s_max: float) -> np.ndarray:
+    """``mask`` without the placements (pending row k, level l) whose
+    predicted slowdown exceeds ``s_max`` (the set observation encodes a
+    slowdown x as 1 - 1/x); unchanged if that would leave no action, so the
+    guard never stalls the episode."""
+    from ddl_gym.env.set_observation import SET_PENDING_FIELDS, split_set_obs
+
+    pending, _, _ = split_set_obs(obs, K, M)
+    first = SET_PENDING_FIELDS.index("slowdown_machine")
+    too_slow = pending[:, first : first + 3] > 1.0 - 1.0 / s_max + 1e-6  # (K, 3)
+    out = mask.copy()
+    out[1 : 1 + 3 * K] &= ~too_slow.reshape(-1)
+    return out if out.any() else mask
+
+
 class WindowCycleEnv(gym.Env):
     """A fixed list of traces, one per episode in turn (validation: every
     evaluation sees exactly the same windows, so scores are comparable)."""
@@ -272,11 +287,17 @@ class AgentEnv(gym.Wrapper):
         preempt: bool,
         invalid_to_wait: bool,
         preempt_cost: float = 0.0,
+        max_slowdown: float | None = None,
+        M: int = 0,
     ) -> None:
         super().__init__(env)
         if not preempt_cost >= 0:
             raise ValueError(f"preempt_cost must be >= 0, got {preempt_cost}")
+        if max_slowdown is not None and not max_slowdown > 1:
+            raise ValueError(f"max_slowdown must be > 1, got {max_slowdown}")
         self.K = K
+        self.M = M
+        self.max_slowdown = max_slowdown
         self.preempt_cost = float(preempt_cost)
         self.preempt = preempt
         self.invalid_to_wait = invalid_to_wait
@@ -289,7 +310,10 @@ class AgentEnv(gym.Wrapper):
         self._last: np.ndarray | None = None
 
     def action_masks(self) -> np.ndarray:
-        return agent_mask(self.env.get_wrapper_attr("action_masks")(), self.K, self.preempt)
+        mask = agent_mask(self.env.get_wrapper_attr("action_masks")(), self.K, self.preempt)
+        if self.max_slowdown is not None and self._last is not None:
+            mask = slowdown_guard(mask, self._last, self.K, self.M, self.max_slowdown)
+        return mask
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
@@ -352,6 +376,17 @@ def make_env_fn(
         # the preemption cost shapes the training reward only: validation
         # (cycle) returns stay minus the total JCT
         cost = 0.0 if cycle else env.preempt_cost
-        return Monitor(AgentEnv(base, env.K, env.preempt, invalid_to_wait, preempt_cost=cost))
+        guard = env.max_slowdown if env.obs == "set" else None
+        return Monitor(
+            AgentEnv(
+                base,
+                env.K,
+                env.preempt,
+                invalid_to_wait,
+                preempt_cost=cost,
+                max_slowdown=guard,
+                M=env.M,
+            )
+        )
 
     return make

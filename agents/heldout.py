@@ -191,6 +191,14 @@ def choose_configuration(
     return best, model, table
 
 
+def guarded(policy: Any, s_max: float) -> Any:
+    """An inference-time guard on a loaded set agent: no placement at a
+    level whose predicted slowdown exceeds ``s_max`` (``EnvConfig.max_slowdown``)."""
+    policy.config.env.max_slowdown = float(s_max)
+    policy.name += f"-guard{s_max:g}"
+    return policy
+
+
 def run_case(
     name: str, factory: Callable[[], Any], case: Case, cluster: Any, congestion: Any, oracle: bool
 ) -> dict[str, Any]:
@@ -361,6 +369,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument(
         "--incumbent", default="default", help="--select: the configuration shipped today"
     )
+    ap.add_argument(
+        "--guard",
+        type=float,
+        metavar="S",
+        help="also run each agent with placements slower than S x masked (NAME-guardS)",
+    )
     ap.add_argument("--cache", type=Path, help="CSV of finished runs (reused, appended)")
     ap.add_argument("--windows", type=int, default=3, help="Philly test windows")
     ap.add_argument("--quick", action="store_true", help="first case only, 3 heuristics")
@@ -393,6 +407,9 @@ def main(argv: list[str] | None = None) -> None:
         for i, p in enumerate(paths.split(",")):
             key = name if "[" in name else f"{name}[s{i}]"  # "set[s1]=...": one seed
             policies[key] = ((lambda p=p: load_policy(p)), False)
+            if args.guard is not None:
+                g = key.replace("[", f"-guard{args.guard:g}[", 1)
+                policies[g] = ((lambda p=p: guarded(load_policy(p), args.guard)), False)
             if args.levers_off:
                 off = key.replace("[", "-levers-off[", 1)
                 policies[off] = ((lambda p=p: levers_off(load_policy(p))), False)

@@ -205,3 +205,61 @@ def test_selection_cases_are_never_trained_on_nor_test_cases():
     for c in cases:
         if c.name.endswith("[val]"):
             assert len(c.trace) > 0
+
+
+def test_slowdown_guard_masks_only_the_slow_placements_and_never_stalls():
+    from ddl_gym.agents.envs import slowdown_guard
+
+    from ddl_gym.env.set_observation import (
+        SET_PENDING_FIELDS,
+        SetObsConfig,
+        set_obs_size,
+        split_set_obs,
+    )
+
+    K, M = 4, 2
+    obs = np.zeros(set_obs_size(SetObsConfig(K=K, M=M)), dtype=np.float32)
+    pending, _, _ = split_set_obs(obs, K, M)  # a view: writes land in obs
+    first = SET_PENDING_FIELDS.index("slowdown_machine")
+    # row 0: slowdowns 1x, 2x, 10x; row 1: 4x at every level
+    pending[0, first : first + 3] = [0.0, 1 - 1 / 2, 1 - 1 / 10]
+    pending[1, first : first + 3] = 1 - 1 / 4
+    mask = np.zeros(1 + 3 * K + M, dtype=bool)
+    mask[[0, 1, 2, 3, 4, 5, 6, 1 + 3 * K]] = True
+    out = slowdown_guard(mask, obs, K, M, 3.0)
+    expect = mask.copy()
+    expect[[3, 4, 5, 6]] = False  # row 0 network (10x), row 1 every level (4x)
+    np.testing.assert_array_equal(out, expect)
+    only_slow = np.zeros_like(mask)
+    only_slow[[4, 5, 6]] = True  # nothing runs, only row 1 can go: kept
+    np.testing.assert_array_equal(slowdown_guard(only_slow, obs, K, M, 3.0), only_slow)
+    np.testing.assert_array_equal(slowdown_guard(mask, obs, K, M, 11.0), mask)  # x = 10 passes
+
+
+def test_guarded_agent_never_places_above_the_bound_when_it_has_a_choice():
+    from ddl_gym.agents import load_policy
+    from ddl_gym.agents.envs import slowdown_guard
+
+    agent = load_policy()
+    agent.config.env.max_slowdown = 3.0
+    seen, bound = [], []
+    choose = agent.choose
+
+    def spy(obs, mask):  # the mask the network chooses from is the guarded one
+        env = agent.config.env
+        seen.append(np.array_equal(mask, slowdown_guard(mask, obs, env.K, env.M, 3.0)))
+        bound.append(not np.array_equal(mask, agent._builder.mask))  # the guard removed some
+        return choose(obs, mask)
+
+    agent.choose = spy
+    trace = synthetic_trace(
+        n_jobs=40,
+        seed=3,
+        arrival_rate_per_h=10.0,
+        gpu_mix={4: 0.3, 8: 0.3, 16: 0.4},
+        duration_median_s=8 * 3600.0,
+    )
+    result = simulate(trace, "seed64", agent, congestion="heavy")
+    assert result.summary["completed"] == 40
+    assert len(seen) > 10 and all(seen)
+    assert any(bound)  # the load is heavy enough that the guard binds
