@@ -156,17 +156,22 @@ def _gmean(x: Sequence[float]) -> float:
     return float(np.exp(np.mean(np.log(np.asarray(x, dtype=float)))))
 
 
-def selection_scores(df: pd.DataFrame, heuristics: Sequence[str]) -> pd.DataFrame:
-    """Per non-heuristic policy: its mean JCT on each case divided by the best
-    heuristic's there, the geometric mean of those ratios per trace family,
-    and ``score``, the geometric mean over families (1.0 = as good as the best
-    heuristic on every family; lower is better). Only cases every policy
-    finished count."""
+def selection_scores(
+    df: pd.DataFrame, heuristics: Sequence[str], oracles: Sequence[str] = ()
+) -> pd.DataFrame:
+    """Per agent (neither a heuristic nor an oracle): its mean JCT on each
+    case divided by the best (non-clairvoyant) heuristic's there, the
+    geometric mean of those ratios per trace family, and ``score``, the
+    geometric mean over families (1.0 = as good as the best heuristic on
+    every family; lower is better). Oracles read true job sizes: they are
+    neither a baseline nor a candidate. Only cases every policy finished
+    count."""
     cases = common_cases(df, "select")
     sub = df[(df["group"] == "select") & df["case"].isin(cases)]
     jct = sub.pivot_table(index="case", columns="policy", values="mean_jct_s")
     best = jct[[h for h in heuristics if h in jct.columns]].min(axis=1)
-    ratio = jct.drop(columns=[c for c in jct.columns if c in heuristics]).div(best, axis=0)
+    others = set(heuristics) | set(oracles)
+    ratio = jct.drop(columns=[c for c in jct.columns if c in others]).div(best, axis=0)
     fam = pd.Series([trace_family(c) for c in ratio.index], index=ratio.index)
     per_fam = ratio.groupby(fam).agg(_gmean).T
     per_fam["score"] = [_gmean(row) for row in per_fam.to_numpy()]
@@ -432,7 +437,7 @@ def main(argv: list[str] | None = None) -> None:
         policies, cases, cfg.env.cluster, cfg.env.congestion, cache=args.cache, only_cached=True
     )
     if args.select:
-        scores = selection_scores(df, heuristics)
+        scores = selection_scores(df, heuristics, oracles)
         print("\n### selection: mean JCT / best heuristic's, geometric mean per family\n")
         print(scores.round(3).to_string())
         config, model, table = choose_configuration(scores["score"], args.incumbent)

@@ -177,6 +177,18 @@ def test_selection_score_by_hand():
     assert s.loc["x[s0]", "score"] == pytest.approx(2**0.25)
 
 
+def test_selection_ignores_oracles():
+    """An oracle (true job sizes) is neither the baseline nor a candidate:
+    here SRTF is better than every heuristic and the agent."""
+    df = pd.DataFrame(
+        _rows("sense_a", {"gandiva": 10.0, "srtf": 1.0, "x[s0]": 5.0})
+        + _rows("workload-1[val]", {"gandiva": 4.0, "srtf": 1.0, "x[s0]": 8.0})
+    )
+    s = selection_scores(df, ["gandiva"], ["srtf"])
+    assert list(s.index) == ["x[s0]"]
+    assert s.loc["x[s0]", "score"] == pytest.approx(1.0)  # sqrt(0.5 * 2)
+
+
 def test_selection_rule_keeps_the_incumbent_unless_clearly_better():
     scores = pd.Series({"default[s0]": 1.0, "default[s1]": 1.2, "b[s0]": 1.08, "b[s1]": 1.1})
     # b: 1.09 vs default 1.10: 1% better, under the 2% margin
