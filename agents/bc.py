@@ -19,6 +19,12 @@ agent trains in, on the training parts of the traces only:
 
 The result is the "BC only" model; MaskablePPO then fine-tunes it ("BC +
 PPO"). Model selection stays on the validation traces (``train.train``).
+
+Several teachers (``teacher = "gandiva,tiresias"``): no single heuristic is
+best everywhere (Gandiva on the seed's traces, Tiresias on Pollux's), so
+each collected episode is labelled by the teacher with the lowest mean JCT
+*on that training window* (each candidate is simulated on the window first,
+``best_teacher``). Only training data is used to choose.
 """
 
 from __future__ import annotations
@@ -52,6 +58,43 @@ def _episode_returns(rewards: list[float], gamma: float) -> np.ndarray:
     return out
 
 
+def teachers(spec: str) -> list[str]:
+    """``"gandiva"`` -> ``["gandiva"]``; ``"gandiva,tiresias"`` -> both."""
+    names = [t.strip() for t in spec.split(",") if t.strip()]
+    if not names:
+        raise ValueError(f"bc.teacher {spec!r} names no policy")
+    return names
+
+
+def best_teacher(names: Sequence[str], engine, env_cfg: EnvConfig) -> tuple[str, dict[str, float]]:
+    """The teacher of ``names`` with the lowest mean JCT on ``engine``'s
+    window (the episode about to be collected), simulated under the env's
+    congestion, ticks and restore cost (the settings the teacher then acts
+    under in the env); returns it and every candidate's mean JCT (s)."""
+    import warnings
+
+    from ddl_gym.baselines import make_policy
+
+    from ddl_gym.engine import simulate
+
+    if len(names) == 1:
+        return names[0], {}
+    jct: dict[str, float] = {}
+    for name in names:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the env's settings override the teacher's
+            res = simulate(
+                engine.trace,
+                engine.cluster,
+                make_policy(name),
+                congestion=env_cfg.congestion,
+                tick_s=env_cfg.tick_s,
+                restore_s_per_gpu=env_cfg.restore_s_per_gpu,
+            )
+        jct[name] = float(res.summary["mean_jct_s"])
+    return min(names, key=lambda n: (jct[n], names.index(n))), jct
+
+
 def collect(
     env_cfg: EnvConfig,
     traces: Sequence[Trace],
@@ -72,10 +115,14 @@ def collect(
     ret_l: list[np.ndarray] = []
     dropped = steps = episodes = 0
     rng_seed = seed
+    names = teachers(bc.teacher)
+    chosen = {n: 0 for n in names}
     while len(act_l) < bc.samples:
         obs, _ = env.reset(seed=rng_seed if episodes == 0 else None)
         base = env.current
-        teacher = make_policy(bc.teacher)
+        name, _ = best_teacher(names, base.engine, env_cfg)
+        chosen[name] += 1
+        teacher = make_policy(name)
         teacher.reset(base.view, seed=seed + episodes)
         rewards: list[float] = []
         labelled: list[int] = []  # step index of each labelled sample
@@ -114,7 +161,8 @@ def collect(
             "dropped": dropped,
             "return_scale": scale,
             "wait_share": float(np.mean(np.asarray(act_l) == 0)) if act_l else 0.0,
-        },
+        }
+        | ({f"episodes_{n}": float(c) for n, c in chosen.items()} if len(names) > 1 else {}),
     )
 
 

@@ -55,6 +55,14 @@ class EnvConfig:
     # Mixed episode lengths: each training episode draws its window length
     # (hours; 0 = the whole train part) from this list. Empty: window_s.
     windows_h: list[float] = field(default_factory=list)
+    # Training reward only: subtracted per preemption the agent chooses (in
+    # reward units: job-hours with the "jct" reward). Validation returns stay
+    # minus the total JCT, so model selection is unchanged.
+    preempt_cost: float = 0.0
+    # "set" only: forbid placing a job at a level whose predicted slowdown
+    # (observation field slowdown_<level>, under the current background) is
+    # above this factor, unless that leaves no action. None: no guard.
+    max_slowdown: float | None = None
 
 
 @dataclass
@@ -75,6 +83,12 @@ class SplitConfig:
     # model selection, ``test_traces`` only for the final comparison.
     val_traces: list[str] = field(default_factory=list)
     test_traces: list[str] = field(default_factory=list)
+    # Model selection across runs and configurations (``heldout.py --select``)
+    # only: more whole traces (``select_traces``; a spec ending in ``*K`` has
+    # its arrival rate multiplied by K) and the validation parts of the pool
+    # traces whose name contains one of ``select_parts``. Never trained on.
+    select_traces: list[str] = field(default_factory=list)
+    select_parts: list[str] = field(default_factory=list)
     train: tuple[float, float] = (0.0, 0.70)
     val: tuple[float, float] = (0.70, 0.85)
     test: tuple[float, float] = (0.85, 1.0)
@@ -105,7 +119,9 @@ class BCConfig:
     the training windows before PPO. Empty ``teacher``: off (PPO from
     scratch). With ``total_timesteps = 0`` the run is "BC only"."""
 
-    teacher: str = ""  # a baseline name, e.g. "gandiva", "tiresias"
+    # a baseline name, e.g. "gandiva"; several, comma-separated
+    # ("gandiva,tiresias"): each episode imitates the one best on its window
+    teacher: str = ""
     samples: int = 30_000  # labelled teacher decisions
     max_episode_steps: int = 4_000  # per collected episode (whole traces are long)
     epochs: int = 8

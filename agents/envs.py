@@ -34,9 +34,11 @@ from ddl_gym.traces import (
     synthetic_trace,
     window,
 )
+from ddl_gym.traces.transform import scale_load
 
 PARTS = ("train", "val", "test")
 _DEFAULT_SPEC = re.compile(r"^(default|long):(\d+)(?:-(\d+))?$")
+_SCALED_SPEC = re.compile(r"^(.+)\*(\d+(?:\.\d+)?)$")
 
 # "long:S": a synthetic workload shaped like the seed's traces (its GPU mix,
 # a log-normal duration with the seed's ~20 h median, ~2.5 arrivals per hour),
@@ -56,6 +58,11 @@ def resolve_traces(specs: Sequence[str]) -> list[Trace]:
     """Traces named by ``SplitConfig.traces`` specs."""
     out: list[Trace] = []
     for spec in specs:
+        scaled = _SCALED_SPEC.match(spec)
+        if scaled:  # "PATH*K": the trace with K times its arrival rate
+            (base,) = resolve_traces([scaled.group(1)])
+            out.append(scale_load(base, float(scaled.group(2))))
+            continue
         m = _DEFAULT_SPEC.match(spec)
         if m:
             kind = m.group(1)
@@ -98,7 +105,9 @@ def split_traces(split: SplitConfig) -> dict[str, list[Trace]]:
     (a0, a1), (b0, b1), (c0, c1) = split.train, split.val, split.test
     if not (0.0 <= a0 < a1 <= b0 < b1 <= c0 < c1 <= 1.0):
         raise ValueError(f"split parts must be ordered and disjoint: {bounds}")
-    overlap = (set(split.traces) | set(split.val_traces)) & set(split.test_traces)
+    overlap = (set(split.traces) | set(split.val_traces) | set(split.select_traces)) & set(
+        split.test_traces
+    )
     if overlap or set(split.traces) & set(split.val_traces):
         raise ValueError(f"a held-out trace is also a training/validation trace: {overlap}")
     traces = resolve_traces(split.traces)
@@ -186,6 +195,21 @@ def agent_mask(mask: np.ndarray, K: int, preempt: bool) -> np.ndarray:
     return out
 
 
+def slowdown_guard(mask: np.ndarray, obs: np.ndarray, K: int, M: int, s_max: float) -> np.ndarray:
+    """``mask`` without the placements (pending row k, level l) whose
+    predicted slowdown exceeds ``s_max`` (the set observation encodes a
+    slowdown x as 1 - 1/x); unchanged if that would leave no action, so the
+    guard never stalls the episode."""
+    from ddl_gym.env.set_observation import SET_PENDING_FIELDS, split_set_obs
+
+    pending, _, _ = split_set_obs(obs, K, M)
+    first = SET_PENDING_FIELDS.index("slowdown_machine")
+    too_slow = pending[:, first : first + 3] > 1.0 - 1.0 / s_max + 1e-6  # (K, 3)
+    out = mask.copy()
+    out[1 : 1 + 3 * K] &= ~too_slow.reshape(-1)
+    return out if out.any() else mask
+
+
 class WindowCycleEnv(gym.Env):
     """A fixed list of traces, one per episode in turn (validation: every
     evaluation sees exactly the same windows, so scores are comparable)."""
@@ -256,9 +280,25 @@ class AgentEnv(gym.Wrapper):
     instants, so the agent only sees real choices.
     """
 
-    def __init__(self, env: gym.Env, K: int, preempt: bool, invalid_to_wait: bool) -> None:
+    def __init__(
+        self,
+        env: gym.Env,
+        K: int,
+        preempt: bool,
+        invalid_to_wait: bool,
+        preempt_cost: float = 0.0,
+        max_slowdown: float | None = None,
+        M: int = 0,
+    ) -> None:
         super().__init__(env)
+        if not preempt_cost >= 0:
+            raise ValueError(f"preempt_cost must be >= 0, got {preempt_cost}")
+        if max_slowdown is not None and not max_slowdown > 1:
+            raise ValueError(f"max_slowdown must be > 1, got {max_slowdown}")
         self.K = K
+        self.M = M
+        self.max_slowdown = max_slowdown
+        self.preempt_cost = float(preempt_cost)
         self.preempt = preempt
         self.invalid_to_wait = invalid_to_wait
         space = env.observation_space
@@ -270,7 +310,10 @@ class AgentEnv(gym.Wrapper):
         self._last: np.ndarray | None = None
 
     def action_masks(self) -> np.ndarray:
-        return agent_mask(self.env.get_wrapper_attr("action_masks")(), self.K, self.preempt)
+        mask = agent_mask(self.env.get_wrapper_attr("action_masks")(), self.K, self.preempt)
+        if self.max_slowdown is not None and self._last is not None:
+            mask = slowdown_guard(mask, self._last, self.K, self.M, self.max_slowdown)
+        return mask
 
     def reset(self, **kwargs):
         obs, info = self.env.reset(**kwargs)
@@ -292,6 +335,8 @@ class AgentEnv(gym.Wrapper):
                 )
             a = 0 if mask[0] else int(np.flatnonzero(mask)[0])
         obs, reward, terminated, truncated, info = self.env.step(a)
+        if a > 3 * self.K:  # 1 + 3K + j: preempt running row j
+            reward = float(reward) - self.preempt_cost
         obs, reward, terminated, truncated, info = self._skip(
             obs, float(reward), terminated, truncated, info
         )
@@ -328,6 +373,20 @@ def make_env_fn(
             base = MixedWindowEnv(env, traces, env.windows_h)
         else:
             base = cluster_env(env, traces, env.window_s)
-        return Monitor(AgentEnv(base, env.K, env.preempt, invalid_to_wait))
+        # the preemption cost shapes the training reward only: validation
+        # (cycle) returns stay minus the total JCT
+        cost = 0.0 if cycle else env.preempt_cost
+        guard = env.max_slowdown if env.obs == "set" else None
+        return Monitor(
+            AgentEnv(
+                base,
+                env.K,
+                env.preempt,
+                invalid_to_wait,
+                preempt_cost=cost,
+                max_slowdown=guard,
+                M=env.M,
+            )
+        )
 
     return make

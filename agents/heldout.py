@@ -117,23 +117,91 @@ def levers_off(policy: Any) -> Any:
     return policy
 
 
-def select_on_validation(cfg: Any, models: Sequence[str], congestion: Any = None) -> pd.Series:
-    """Mean JCT of each model on the whole validation traces
-    (``split.val_traces``, never trained on): the same cases for every
-    seed, unlike each run's own validation windows (drawn with its seed), so
-    the shipped model can be chosen across seeds without touching a test
-    case."""
-    from ddl_gym.agents.policy import load_policy
+# trace-name fragment -> family: selection weighs families equally, whatever
+# their number of cases
+FAMILIES = (
+    ("sense_", "seed"),
+    ("workload-", "pollux"),
+    ("long:", "synthetic"),
+    ("openb", "alibaba"),
+    ("philly", "philly"),
+    ("60_job", "tiresias"),
+)
+# the rule of docs/agents.md ("Choosing the configuration"): a challenger
+# replaces the incumbent only if its mean score is this much lower
+SELECT_MARGIN = 0.02
 
-    cases = [Case("val", t.name, t) for t in resolve_traces(cfg.split.val_traces)]
-    congestion = cfg.env.congestion if congestion is None else congestion
-    rows = []
-    for m in models:
-        for case in cases:
-            row = run_case(m, lambda m=m: load_policy(m), case, cfg.env.cluster, congestion, False)
-            rows.append(row)
-    jct = pd.DataFrame(rows).groupby("policy", sort=False)["mean_jct_s"].mean()
-    return (jct / 3600.0).rename("val mean JCT (h)")
+
+def trace_family(name: str) -> str:
+    for key, fam in FAMILIES:
+        if key in name:
+            return fam
+    return name
+
+
+def selection_cases(cfg: Any) -> list[Case]:
+    """Cases for choosing between runs and configurations, never trained on
+    and disjoint from every test case: the whole ``val_traces`` and
+    ``select_traces`` and the validation part (``split.val``) of every pool
+    trace matching ``split.select_parts``, each whole."""
+    whole = resolve_traces(list(cfg.split.val_traces) + list(cfg.split.select_traces))
+    cases = [Case("select", t.name, t) for t in whole]
+    for t in resolve_traces(cfg.split.traces):
+        if any(k in t.name for k in cfg.split.select_parts):
+            cases.append(Case("select", f"{t.name}[val]", time_part(t, *cfg.split.val)))
+    return cases
+
+
+def _gmean(x: Sequence[float]) -> float:
+    return float(np.exp(np.mean(np.log(np.asarray(x, dtype=float)))))
+
+
+def selection_scores(
+    df: pd.DataFrame, heuristics: Sequence[str], oracles: Sequence[str] = ()
+) -> pd.DataFrame:
+    """Per agent (neither a heuristic nor an oracle): its mean JCT on each
+    case divided by the best (non-clairvoyant) heuristic's there, the
+    geometric mean of those ratios per trace family, and ``score``, the
+    geometric mean over families (1.0 = as good as the best heuristic on
+    every family; lower is better). Oracles read true job sizes: they are
+    neither a baseline nor a candidate. Only cases every policy finished
+    count."""
+    cases = common_cases(df, "select")
+    sub = df[(df["group"] == "select") & df["case"].isin(cases)]
+    jct = sub.pivot_table(index="case", columns="policy", values="mean_jct_s")
+    best = jct[[h for h in heuristics if h in jct.columns]].min(axis=1)
+    others = set(heuristics) | set(oracles)
+    ratio = jct.drop(columns=[c for c in jct.columns if c in others]).div(best, axis=0)
+    fam = pd.Series([trace_family(c) for c in ratio.index], index=ratio.index)
+    per_fam = ratio.groupby(fam).agg(_gmean).T
+    per_fam["score"] = [_gmean(row) for row in per_fam.to_numpy()]
+    return per_fam.sort_values("score")
+
+
+def choose_configuration(
+    scores: pd.Series, incumbent: str, margin: float = SELECT_MARGIN
+) -> tuple[str, str, pd.DataFrame]:
+    """The rule: per configuration (``agent_family`` of each model), the mean
+    and std over its seeds of ``score``; the configuration with the lowest
+    mean wins, but replaces ``incumbent`` only if its mean is at least
+    ``margin`` lower; the shipped model is the winner's seed with the lowest
+    score. Returns (configuration, model, per-configuration table)."""
+    fam = pd.Series([agent_family(m) for m in scores.index], index=scores.index)
+    table = scores.groupby(fam).agg(["mean", "std", "count"]).sort_values("mean")
+    best = str(table.index[0])
+    if incumbent in table.index and best != incumbent:
+        if not table.loc[best, "mean"] <= (1 - margin) * table.loc[incumbent, "mean"]:
+            best = incumbent
+    model = str(scores[fam == best].idxmin())
+    return best, model, table
+
+
+def guarded(policy: Any, s_max: float) -> Any:
+    """An inference-time guard on a loaded set agent: no placement at a
+    level whose predicted slowdown exceeds ``s_max`` (``EnvConfig.max_slowdown``)."""
+    policy.config.env.max_slowdown = float(s_max)
+    policy.name += f"-guard{s_max:g}"
+    return policy
 
 
 def run_case(
@@ -299,9 +367,18 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument(
         "--select",
-        nargs="+",
-        metavar="ZIP",
-        help="only rank these models on the whole validation traces (model selection)",
+        action="store_true",
+        help="model selection: run --agent families and the heuristics on the selection "
+        "cases only (never a test case) and apply the rule (best configuration, its best seed)",
+    )
+    ap.add_argument(
+        "--incumbent", default="default", help="--select: the configuration shipped today"
+    )
+    ap.add_argument(
+        "--guard",
+        type=float,
+        metavar="S",
+        help="also run each agent with placements slower than S x masked (NAME-guardS)",
     )
     ap.add_argument("--cache", type=Path, help="CSV of finished runs (reused, appended)")
     ap.add_argument("--windows", type=int, default=3, help="Philly test windows")
@@ -322,12 +399,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"learning curve of {run}:")
         print(learning_curve(run).to_string(index=False))
     cfg = TrainConfig.load(args.config)
-    if args.select:
-        ranked = select_on_validation(cfg, args.select).sort_values()
-        print(ranked.to_string())
-        print(f"best on validation: {ranked.index[0]}")
-        return
-    cases = heldout_cases(cfg, n_windows=args.windows)
+    cases = selection_cases(cfg) if args.select else heldout_cases(cfg, n_windows=args.windows)
     if args.only:
         cases = [c for c in cases if args.only in c.name]
     heuristics = HEURISTICS if args.heuristics is None else tuple(args.heuristics)
@@ -340,6 +412,9 @@ def main(argv: list[str] | None = None) -> None:
         for i, p in enumerate(paths.split(",")):
             key = name if "[" in name else f"{name}[s{i}]"  # "set[s1]=...": one seed
             policies[key] = ((lambda p=p: load_policy(p)), False)
+            if args.guard is not None:
+                g = key.replace("[", f"-guard{args.guard:g}[", 1)
+                policies[g] = ((lambda p=p: guarded(load_policy(p), args.guard)), False)
             if args.levers_off:
                 off = key.replace("[", "-levers-off[", 1)
                 policies[off] = ((lambda p=p: levers_off(load_policy(p))), False)
@@ -361,6 +436,15 @@ def main(argv: list[str] | None = None) -> None:
     df = run_all(
         policies, cases, cfg.env.cluster, cfg.env.congestion, cache=args.cache, only_cached=True
     )
+    if args.select:
+        scores = selection_scores(df, heuristics, oracles)
+        print("\n### selection: mean JCT / best heuristic's, geometric mean per family\n")
+        print(scores.round(3).to_string())
+        config, model, table = choose_configuration(scores["score"], args.incumbent)
+        print("\n### per configuration (score over seeds)\n")
+        print(table.round(3).to_string())
+        print(f"\nchosen configuration: {config}; shipped model: {model}")
+        return
     for case in dict.fromkeys(df["case"]):
         print(f"\n#### {case}\n")
         print(markdown(summary_table(df[df["case"] == case], group_of(df, case)), set(oracles)))

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch as th
 from ddl_gym.agents.config import TrainConfig
-from ddl_gym.agents.envs import agent_mask, flatten_obs
+from ddl_gym.agents.envs import agent_mask, flatten_obs, slowdown_guard
 
 from ddl_gym.engine import WAIT, Action, EngineView, Place, Preempt
 from ddl_gym.env.observation import LEVELS, ObsBuilder, ObsConfig
@@ -117,7 +117,10 @@ class AgentPolicy:
         mask = builder.mask if self._set else agent_mask(builder.mask, env.K, env.preempt)
         if not mask[1:].any():  # the env skips these instants: no choice
             return WAIT
-        a = self.choose(flatten_obs(builder.obs), mask)
+        obs = flatten_obs(builder.obs)
+        if self._set and getattr(env, "max_slowdown", None) is not None:
+            mask = slowdown_guard(mask, obs, env.K, env.M, env.max_slowdown)
+        a = self.choose(obs, mask)
         if not mask[a]:  # cannot happen with masked logits; stay valid anyway
             a = 0 if mask[0] else int(np.flatnonzero(mask)[0])
         return self._decode(builder, a)
