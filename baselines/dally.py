@@ -54,7 +54,7 @@ from typing import Any
 
 from ddl_gym.engine import WAIT, Action, EngineView, Job, Preempt, Status
 from ddl_gym.engine.actions import Place
-from ddl_gym.engine.packer import find_placement
+from ddl_gym.engine.packer import find_placement, gpus_held
 from ddl_gym.perf import Level
 
 from .common import (
@@ -454,12 +454,7 @@ class DallyPolicy(BasePolicy):
         # server, one rack, or the total at network level), never fits and
         # needs no packer run; the pool itself is built when one may fit.
         # On a small cluster copying the pool costs less than the test.
-        add_srv: dict[int, int] = {}
-        add_rack: dict[int, int] = {}
-        for job in expired:
-            for srv, g in job.placement:
-                add_srv[srv] = add_srv.get(srv, 0) + g
-                add_rack[srv // S] = add_rack.get(srv // S, 0) + g
+        add_srv, add_rack = gpus_held((job.placement for job in expired), S)
         top_server: float = -1  # computed when first needed
         top_rack: float = -1
         pool: list[int] | None = None  # per server and rack, built on demand

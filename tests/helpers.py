@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 
@@ -14,6 +15,16 @@ def make_trace(rows: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame(
         rows, columns=["job_id", "arrival_s", "gpus", "model", "iterations", "iter_time_s"]
     )
+
+
+def flat_config(cfg: Any) -> dict:
+    """A ``TrainConfig`` as one flat dict, ``"section.field"`` keys: two
+    configs compare field by field."""
+    return {
+        sec if k is None else f"{sec}.{k}": v
+        for sec, d in cfg.to_dict().items()
+        for k, v in (d.items() if isinstance(d, dict) else [(None, d)])
+    }
 
 
 class InvariantChecker:

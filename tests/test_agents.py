@@ -29,7 +29,7 @@ from ddl_gym.engine import (  # noqa: E402
 )
 from ddl_gym.traces import default_trace, window  # noqa: E402
 from ddl_gym.wrappers import FlattenClusterObs  # noqa: E402
-from tests.helpers import InvariantChecker  # noqa: E402
+from tests.helpers import InvariantChecker, flat_config  # noqa: E402
 
 
 def tiny_config() -> TrainConfig:
@@ -219,15 +219,7 @@ def test_ablation_configs_change_only_their_lever(name, changed):
     """Each ablation in docs/agents.md is the shipped config with one thing
     changed; any other drift would make its row incomparable."""
     models = DEFAULT_MODEL.parent
-
-    def flat(cfg: TrainConfig) -> dict:
-        return {
-            sec if k is None else f"{sec}.{k}": v
-            for sec, d in cfg.to_dict().items()
-            for k, v in (d.items() if isinstance(d, dict) else [(None, d)])
-        }
-
-    base = flat(TrainConfig.load(models / "default.toml"))
-    abl = flat(TrainConfig.load(models / f"{name}.toml"))
+    base = flat_config(TrainConfig.load(models / "default.toml"))
+    abl = flat_config(TrainConfig.load(models / f"{name}.toml"))
     diff = {k: abl[k] for k in base if abl[k] != base[k]}
     assert diff == changed

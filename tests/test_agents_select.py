@@ -26,16 +26,9 @@ from ddl_gym.baselines import make_policy  # noqa: E402
 from ddl_gym.engine import Engine, simulate  # noqa: E402
 from ddl_gym.env.set_env import SetClusterEnv  # noqa: E402
 from ddl_gym.traces import find_data_dir, synthetic_trace  # noqa: E402
+from tests.helpers import flat_config  # noqa: E402
 
 MODELS = DEFAULT_MODEL.parent
-
-
-def flat(cfg: TrainConfig) -> dict:
-    return {
-        sec if k is None else f"{sec}.{k}": v
-        for sec, d in cfg.to_dict().items()
-        for k, v in (d.items() if isinstance(d, dict) else [(None, d)])
-    }
 
 
 @pytest.mark.parametrize(
@@ -56,8 +49,8 @@ def flat(cfg: TrainConfig) -> dict:
 def test_candidate_configs_change_only_their_lever(name, base, changed):
     """Each candidate is its base with one thing changed, and the selection
     config is the shipped split plus the selection cases only."""
-    a = flat(TrainConfig.load(MODELS / f"{base}.toml"))
-    b = flat(TrainConfig.load(MODELS / f"{name}.toml"))
+    a = flat_config(TrainConfig.load(MODELS / f"{base}.toml"))
+    b = flat_config(TrainConfig.load(MODELS / f"{name}.toml"))
     assert {k: b[k] for k in b if b[k] != a[k]} == changed
 
 

@@ -33,7 +33,7 @@ from ddl_gym.engine.actions import Action, InvalidAction, Place, Preempt, Wait
 from ddl_gym.engine.job import Job, Status
 from ddl_gym.engine.leases import LazyLeases
 from ddl_gym.engine.metrics import Result, build_result
-from ddl_gym.engine.packer import FreeIndex
+from ddl_gym.engine.packer import FreeIndex, gpus_held
 from ddl_gym.perf import Level, PerfModel, shape_of
 from ddl_gym.profiles import get_profile
 from ddl_gym.topology import Cluster, Congestion, get_cluster, get_congestion
@@ -502,15 +502,11 @@ class Engine:
         pool = self.total_free + sum(job.gpus for job in jobs)
         if network <= pool:
             return True
-        S = self.cluster.servers_per_rack
         free = self.free
         rack_free = self.rack_free
-        add_server: dict[int, int] = {}
-        add_rack: dict[int, int] = {}
-        for job in jobs:
-            for server, g in job.placement:
-                add_server[server] = add_server.get(server, 0) + g
-                add_rack[server // S] = add_rack.get(server // S, 0) + g
+        add_server, add_rack = gpus_held(
+            (job.placement for job in jobs), self.cluster.servers_per_rack
+        )
         if rack <= pool:
             top = max(rack_free)
             for r, g in add_rack.items():

@@ -26,8 +26,25 @@ free counts.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from collections.abc import Iterable
 
 from ddl_gym.perf import Level
+
+
+def gpus_held(
+    placements: Iterable[list[tuple[int, int]]], servers_per_rack: int
+) -> tuple[dict[int, int], dict[int, int]]:
+    """GPUs held by ``placements`` (lists of ``(server, gpus)``), per server
+    and per rack, only where they hold some: what freeing them would add to
+    the free counts."""
+    per_server: dict[int, int] = {}
+    per_rack: dict[int, int] = {}
+    for placement in placements:
+        for server, g in placement:
+            per_server[server] = per_server.get(server, 0) + g
+            rack = server // servers_per_rack
+            per_rack[rack] = per_rack.get(rack, 0) + g
+    return per_server, per_rack
 
 
 def _fill(free: list[int], servers: range, gpus: int) -> list[tuple[int, int]]:
