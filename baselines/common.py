@@ -196,10 +196,12 @@ class WakeUps:
 
     asked: set[float] = field(default_factory=set)
 
-    def at(self, view: EngineView, t: float) -> None:
+    def at(self, view: EngineView, t: float, matters: Callable[[], bool] | None = None) -> None:
+        """Ask for a wake-up at ``t`` (``matters``: see ``EngineView.wake_at``;
+        the first ask of a time sets it)."""
         if t > view.now + EPS and t not in self.asked and math.isfinite(t):
             self.asked.add(t)
-            view.wake_at(t)
+            view.wake_at(t, matters)
 
     def clear(self) -> None:
         self.asked.clear()

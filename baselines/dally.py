@@ -49,7 +49,9 @@ import heapq
 import math
 from bisect import bisect_left, insort
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ddl_gym.engine import WAIT, Action, EngineView, Job, Preempt, Status
@@ -228,6 +230,8 @@ class DallyPolicy(BasePolicy):
     _fresh: list[int] = field(default_factory=list, repr=False)
     _asked_by_gpus: dict[int, dict[int, None]] = field(default_factory=dict, repr=False)
     _timers_by_gpus: dict[int, tuple[float, float]] = field(default_factory=dict, repr=False)
+    # the test of this policy's wake-ups, bound to the view of the run
+    _matters: Callable[[], bool] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.tuner = AutoTuner(self.window_h)
@@ -242,6 +246,7 @@ class DallyPolicy(BasePolicy):
 
     def reset(self, view: EngineView, seed: int | None = None) -> None:
         self.tuner = AutoTuner(self.window_h)
+        self._matters = partial(self._wake_matters, view)
         self._wake.clear()
         self._losers = []
         self._planned_at = -math.inf
@@ -282,7 +287,10 @@ class DallyPolicy(BasePolicy):
             return Level.NETWORK
         tight = Level.MACHINE if gpus <= cluster.gpus_per_server else Level.RACK
         waited = view.waited(job) / self.lease_s
-        rack_timer, network_timer = self.timers(job, view.now)
+        if self.auto_tune:  # ``timers`` inlined
+            rack_timer, network_timer = self.tuner.timers(gpus, view.now)
+        else:
+            rack_timer, network_timer = self.rack_timer, self.network_timer
         if tight == Level.MACHINE and waited < rack_timer - EPS:
             return Level.MACHINE
         if waited < network_timer - EPS:
@@ -341,7 +349,7 @@ class DallyPolicy(BasePolicy):
         self._asked[job.index] = asked
         fires = [network_timer] if tight == Level.RACK else [rack_timer, network_timer]
         for timer in fires:
-            self._wake.at(view, job.queued_since + timer * self.lease_s)
+            self._wake.at(view, job.queued_since + timer * self.lease_s, self._matters)
 
     # -- layer 2: re-offer expired leases by efficiency ---------------------
     def _queue(self, view: EngineView) -> list[tuple[float, float, int]]:
@@ -429,7 +437,8 @@ class DallyPolicy(BasePolicy):
         if min(self._demand) > pool_total:
             return []  # not even the smallest waiting job fits the whole pool
         margin = self.margin
-        offered = sorted((view.efficiency(j), j.arrival, j.index, j) for j in expired)
+        efficiency = view.efficiency
+        offered = sorted([(efficiency(j), j.arrival, j.index, j) for j in expired])
         cut = (offered[-1][0] - margin, -math.inf, -1)  # challengers come before
         n_challengers = bisect_left(queue, cut)
         if not n_challengers:
@@ -454,7 +463,6 @@ class DallyPolicy(BasePolicy):
         # server, one rack, or the total at network level), never fits and
         # needs no packer run; the pool itself is built when one may fit.
         # On a small cluster copying the pool costs less than the test.
-        add_srv, add_rack = gpus_held((job.placement for job in expired), S)
         top_server: float = -1  # computed when first needed
         top_rack: float = -1
         pool: list[int] | None = None  # per server and rack, built on demand
@@ -463,9 +471,14 @@ class DallyPolicy(BasePolicy):
             top_server = top_rack = math.inf  # no test: every demand may fit
             pool = list(view.free_per_server)
             rack_pool = list(view.free_per_rack)
-            for srv, g in add_srv.items():
-                pool[srv] += g
-                rack_pool[srv // S] += g
+            for job in expired:
+                for srv, g in job.placement:
+                    pool[srv] += g
+                    rack_pool[srv // S] += g
+            add_srv: dict[int, int] = {}  # unused: the pool is built
+            add_rack: dict[int, int] = {}
+        else:
+            add_srv, add_rack = gpus_held((job.placement for job in expired), S)
         kept: list[Job] = []  # incumbents that kept their GPUs before it was built
         # the pool only changes when someone takes GPUs: memoise the packer
         fits: dict[tuple[int, Level], list[tuple[int, int]] | None] = {}
@@ -682,6 +695,19 @@ class DallyPolicy(BasePolicy):
             job = view.job(self._losers.pop(0))
             if job.status == Status.RUNNING:
                 return Preempt(job.index)
+        fit = self._first_fit(view)
+        if fit is not None:
+            job, level, placement = fit
+            if self.auto_tune:
+                got = _level_of(placement, view.cluster.servers_per_rack)
+                self.tuner.record(job.gpus, got, view.waited(job) / self.lease_s, view.now)
+            return Place(job.index, level)
+        self._ask_wakeups(view)
+        return WAIT
+
+    def _first_fit(self, view: EngineView) -> tuple[Job, Level, list[tuple[int, int]]] | None:
+        """The placement pass: the first waiting job, in queue order, that
+        fits now at its allowed level, with that level and its placement."""
         free = view.total_free
         failed: set[tuple[int, Level]] = set()  # state is fixed during the pass
         jobs = view.jobs
@@ -691,8 +717,6 @@ class DallyPolicy(BasePolicy):
         same = [queue[gpus] for gpus in queue if gpus <= free]
         for _, _, index in same[0] if len(same) == 1 else heapq.merge(*same):
             job = jobs[index]
-            if job.gpus > free:
-                continue
             level = self.allowed_level(view, job)
             if (job.gpus, level) in failed:
                 continue
@@ -700,9 +724,22 @@ class DallyPolicy(BasePolicy):
             if placement is None:
                 failed.add((job.gpus, level))
             else:
-                if self.auto_tune:
-                    got = _level_of(placement, view.cluster.servers_per_rack)
-                    self.tuner.record(job.gpus, got, view.waited(job) / self.lease_s, view.now)
-                return Place(job.index, level)
-        self._ask_wakeups(view)
-        return WAIT
+                return job, level, placement
+        return None
+
+    def _wake_matters(self, view: EngineView) -> bool:
+        """The test of this policy's wake-ups (``EngineView.wake_at``),
+        called when a delay timer fires and nothing else happens. Since the
+        last decision point, which ended with no waiting job fitting and
+        every wake-up asked, only time has passed: the instant is a WAIT with
+        no side effect unless a job now fits at its (wider) level, or the
+        auto-tuner's timers may have changed (wake-ups to ask again)."""
+        if not view.pending:
+            return False
+        if self._fresh or self._joining or self._losers:
+            return True
+        if self.auto_tune:
+            seen, until = self._ask_stable
+            if not (seen == self.tuner.version and view.now < until):
+                return True
+        return self._first_fit(view) is not None

@@ -398,3 +398,37 @@ def test_victims_for_matches_the_packer():
                     assert (got is None) == (want is None), (trial, gpus, level)
                     if got is not None:
                         assert [v.index for v in got] == [v.index for v in want]
+
+
+def test_a_wake_up_whose_test_says_no_makes_no_instant():
+    """``wake_at(t, matters)``: at ``t``, with nothing else happening, the
+    engine calls the test with ``now == t``; False drops the wake-up (no
+    instant, no series row), True keeps it; a wake-up without a test at the
+    same time keeps the instant (its test is not even needed)."""
+    cluster = Cluster(2, 1, 2, toy_fabric())
+    trace = make_trace([("x", 0.0, 2, "resnet18", 1000.0, 0.5)])
+    engine = Engine(trace, cluster)
+    engine.place(0, Level.MACHINE)
+    seen: list[float] = []
+
+    def says(answer: bool):
+        def test() -> bool:
+            seen.append(engine.now)
+            return answer
+
+        return test
+
+    engine.wake_at(10.0, says(False))
+    engine.wake_at(20.0, says(True))
+    engine.wake_at(30.0, says(False))
+    engine.wake_at(30.0)
+    instants = engine.instant
+    rows = len(engine.series)
+    engine.advance()  # 10 s is skipped: the first instant is at 20 s
+    assert engine.now == 20.0 and engine.events_now == [("wake", -1)]
+    assert seen == [10.0, 20.0]
+    assert engine.instant == instants + 1 and len(engine.series) == rows + 1
+    engine.advance()  # two wake-ups at 30 s, one without a test: an instant
+    assert engine.now == 30.0 and engine.events_now == [("wake", -1), ("wake", -1)]
+    assert seen == [10.0, 20.0]
+    assert not engine._wake_tests

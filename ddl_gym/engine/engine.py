@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 
@@ -183,6 +183,8 @@ class Engine:
         self._seq = 0
         self._compact_at = 4096
         self._tick_at: float | None = None
+        # wake-ups asked with a test (their heap sequence number -> the test)
+        self._wake_tests: dict[int, Callable[[], bool]] = {}
         self.instant = 0  # counts event instants handled (decision points)
         self.lease_expired: list[Job] = []
         self._lazy = (
@@ -284,28 +286,31 @@ class Engine:
         return True
 
     def _process_next_instant(self) -> None:
-        self._drop_stale()
         self.lease_expired = []
         self.events_now = []
         self.instant += 1
         lazy = self._lazy
-        heap_t = self._heap[0][0] if self._heap else math.inf
-        lease_t = None
-        if lazy and self.pending:
-            # the decision point is over: the policy's floor and the free
-            # count hold until the next other event
-            lease_t = lazy.next_after(self.now, self.jobs, heap_t, self.total_free)
-        if not self._heap and lease_t is None:
-            return
-        t = self._heap[0][0] if self._heap else lease_t
-        if lease_t is not None and lease_t < t:
-            t = lease_t
-        if t < self.now:
-            raise AssertionError(f"time went back: {t} < {self.now}")
-        self.now = t
         heap = self._heap
+        while True:
+            self._drop_stale()
+            heap_t = heap[0][0] if heap else math.inf
+            lease_t = None
+            if lazy and self.pending:
+                # the decision point is over: the policy's floor and the free
+                # count hold until the next other event
+                lease_t = lazy.next_after(self.now, self.jobs, heap_t, self.total_free)
+            if not heap and lease_t is None:
+                return
+            t = heap_t
+            if lease_t is not None and lease_t < t:
+                t = lease_t
+            if t < self.now:
+                raise AssertionError(f"time went back: {t} < {self.now}")
+            if not (self._wake_tests and heap_t == t and self._skip_wakes(t, lease_t)):
+                break
+        self.now = t
         while heap and heap[0][0] == t:
-            _, kind, _, j, version = heapq.heappop(heap)
+            _, kind, seq, j, version = heapq.heappop(heap)
             if kind == COMPLETION:
                 job = self.jobs[j]
                 if job.status == Status.RUNNING and version == job.version:
@@ -330,6 +335,8 @@ class Engine:
                     self._push(change, CONGESTION, -1)
                 self.events_now.append(("congestion", -1))
             elif kind == WAKE:
+                if self._wake_tests:
+                    self._wake_tests.pop(seq, None)
                 self.events_now.append(("wake", j))
             elif kind == TICK:
                 if t == self._tick_at:
@@ -361,11 +368,50 @@ class Engine:
             self._tick_at = later(self.now, self.tick_s)
             self._push(self._tick_at, TICK, -1)
 
-    def wake_at(self, t: float) -> None:
-        """Ask for a decision point at time ``t`` (a policy's timer)."""
+    def wake_at(self, t: float, matters: Callable[[], bool] | None = None) -> None:
+        """Ask for a decision point at time ``t`` (a policy's timer).
+
+        ``matters``: a test the engine calls at ``t`` (``now`` already ``t``)
+        when nothing else happens then (no other event, no lease expiry that
+        the lazy-lease tests keep); if it returns False the wake-up makes no
+        instant: no decision point, no series row. For a policy that knows
+        when its timer can change nothing (Dally: the job whose delay timer
+        fires still fits nowhere at its wider level)."""
         if not t > self.now:
             raise InvalidAction(f"wake-up time {t} is not after now ({self.now})")
         self._push(t, WAKE, -1)
+        if matters is not None:
+            self._wake_tests[self._seq] = matters
+
+    def _skip_wakes(self, t: float, lease_t: float | None) -> bool:
+        """Whether the next instant, at ``t``, holds only wake-ups asked
+        with a test, no lease expiry the lazy-lease tests keep, and every
+        test says the wake-up changes nothing; then they are dropped and time
+        moves to ``t`` without an instant."""
+        heap = self._heap
+        tests = self._wake_tests
+        lazy = self._lazy
+        if lease_t == t and not (lazy and lazy.passes_over(t, self.jobs, self.total_free)):
+            return False
+        entries = []
+        while heap and heap[0][0] == t:
+            entry = heapq.heappop(heap)
+            entries.append(entry)
+            if entry[1] != WAKE or entry[2] not in tests:
+                for e in entries:
+                    heapq.heappush(heap, e)
+                return False
+        before = self.now
+        self.now = t
+        asked = {id(tests[e[2]]): tests[e[2]] for e in entries}
+        if any(test() for test in asked.values()):
+            self.now = before
+            for e in entries:
+                heapq.heappush(heap, e)
+            return False
+        for e in entries:
+            del tests[e[2]]
+        return True
 
     def _record(self) -> None:
         used = self.cluster.num_gpus - self.total_free

@@ -297,6 +297,14 @@ class LazyLeases:
                 self.at[j] = true
             heapq.heapreplace(src, (true, seq, j, token))
 
+    def passes_over(self, b: float, jobs: list[Job], free: int) -> bool:
+        """Whether the jobs with a boundary at ``b`` (a time no other event
+        comes before) would be passed over by ``next_after``'s demand and
+        level tests (False without a demand test: every boundary counts)."""
+        if not self._need_thr:
+            return False
+        return self._too_few(b, jobs, free, b < self.levels_until)
+
     def _catch_up(self, group: list[tuple[float, int, int, int]], now: float) -> None:
         """Roll the entries of a demand group that fell behind ``now`` while
         the group was not searched. Rolling them one by one as they reach the

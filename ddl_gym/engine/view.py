@@ -7,7 +7,7 @@ objects it hands out are the engine's own: read them, never write them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ddl_gym.engine.engine import Engine
 from ddl_gym.engine.job import Job, Status
@@ -177,6 +177,8 @@ class EngineView:
         ``Engine.set_lease_floor``)."""
         self._engine.set_lease_floor(floor, needs, levels)
 
-    def wake_at(self, t: float) -> None:
-        """Ask for a decision point at ``t`` (e.g. when a delay timer fires)."""
-        self._engine.wake_at(t)
+    def wake_at(self, t: float, matters: Callable[[], bool] | None = None) -> None:
+        """Ask for a decision point at ``t`` (e.g. when a delay timer fires);
+        ``matters``: skip it when that test, called at ``t`` with nothing else
+        happening, says it changes nothing (``Engine.wake_at``)."""
+        self._engine.wake_at(t, matters)
