@@ -232,6 +232,8 @@ class DallyPolicy(BasePolicy):
     _timers_by_gpus: dict[int, tuple[float, float]] = field(default_factory=dict, repr=False)
     # the test of this policy's wake-ups, bound to the view of the run
     _matters: Callable[[], bool] | None = field(default=None, repr=False)
+    # (instant, time, result) of a placement pass the wake-up test ran
+    _fit_planned: tuple[int, float, Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.tuner = AutoTuner(self.window_h)
@@ -247,6 +249,7 @@ class DallyPolicy(BasePolicy):
     def reset(self, view: EngineView, seed: int | None = None) -> None:
         self.tuner = AutoTuner(self.window_h)
         self._matters = partial(self._wake_matters, view)
+        self._fit_planned = None
         self._wake.clear()
         self._losers = []
         self._planned_at = -math.inf
@@ -695,7 +698,7 @@ class DallyPolicy(BasePolicy):
             job = view.job(self._losers.pop(0))
             if job.status == Status.RUNNING:
                 return Preempt(job.index)
-        fit = self._first_fit(view)
+        fit = self._first_fit(view)  # (the wake-up test's pass, if it ran for this instant)
         if fit is not None:
             job, level, placement = fit
             if self.auto_tune:
@@ -708,6 +711,11 @@ class DallyPolicy(BasePolicy):
     def _first_fit(self, view: EngineView) -> tuple[Job, Level, list[tuple[int, int]]] | None:
         """The placement pass: the first waiting job, in queue order, that
         fits now at its allowed level, with that level and its placement."""
+        planned = self._fit_planned
+        if planned is not None:
+            self._fit_planned = None
+            if planned[0] == view.instant and planned[1] == view.now:
+                return planned[2]
         free = view.total_free
         failed: set[tuple[int, Level]] = set()  # state is fixed during the pass
         jobs = view.jobs
@@ -742,4 +750,10 @@ class DallyPolicy(BasePolicy):
             seen, until = self._ask_stable
             if not (seen == self.tuner.version and view.now < until):
                 return True
-        return self._first_fit(view) is not None
+        fit = self._first_fit(view)
+        if fit is not None:
+            # the instant goes ahead with nothing changed in between: its
+            # first placement pass is this one
+            self._fit_planned = (view.instant, view.now, fit)
+            return True
+        return False

@@ -54,8 +54,9 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from ddl_gym.engine.job import Job
 
@@ -105,6 +106,20 @@ def _step(b: float, L: float) -> float:
     return out if out > b else math.nextafter(b, math.inf)
 
 
+@dataclass
+class _PhaseGroup:
+    """Jobs parked by demand with one GPU sum, kept in phase order
+    (``(bucket, seq, j, token)``, sorted), not by boundary: a group asleep
+    for a long stretch needs no rolling when it wakes, its next boundary is
+    found next to the clock's phase. ``cand`` is the group's earliest
+    boundary after some reference time (``(b, seq, j, token)``, as a heap
+    entry), ``cand_q`` its bucket; None: to compute."""
+
+    entries: list[tuple[int, int, int, int]] = field(default_factory=list)
+    cand: tuple[float, int, int, int] | None = None
+    cand_q: int = 0
+
+
 class LazyLeases:
     """Lease boundaries of the running jobs, rolled forward only on demand.
 
@@ -113,6 +128,9 @@ class LazyLeases:
     ``token`` changes whenever it gets a new entry (start, re-rate, unpark),
     so older entries of it, on either heap, are stale.
     """
+
+    # a demand group is cleaned of stale entries past this many beyond twice the parked jobs
+    stale_slack = 4096
 
     def __init__(self, lease_s: float, fits: Callable[[list[Job]], bool] | None = None) -> None:
         self.lease_s = lease_s
@@ -135,8 +153,8 @@ class LazyLeases:
         self._need_thr: list[float] = []
         self._need_gpus: list[int] = []
         self._max_bound = -math.inf  # no bound given so far exceeded this
-        # parked by demand: GPU sum near the job -> boundary heap like ``_heap``
-        self._dparked: dict[int, list[tuple[float, int, int, int]]] = {}
+        # parked by demand: GPU sum near the job -> its jobs in phase order
+        self._dparked: dict[int, _PhaseGroup] = {}
         self._dparked_of: dict[int, int] = {}  # j -> its token while parked by demand
 
     def _push(self, j: int, b: float) -> None:
@@ -246,25 +264,49 @@ class LazyLeases:
         # the demand named for the largest bound any job ever had (the
         # smallest that can matter) are searched with the main heap
         need_min = self._need(self._max_bound) if demand else 0
-        active = [g for cap, g in self._dparked.items() if g and cap + free >= need_min]
-        for g in active:
-            if g[0][0] <= now:
-                self._catch_up(g, now)
+        active: list[_PhaseGroup] = []
+        for cap, g in self._dparked.items():
+            if g.entries and cap + free >= need_min:
+                c = g.cand
+                if c is None or c[0] <= now or token_of.get(c[2]) != c[3]:
+                    self._group_next(g, now)
+                active.append(g)
         while True:
-            src = heap
-            if active:
-                for g in active:
-                    if g and (not src or g[0] < src[0]):
-                        src = g
-            if not src:
+            top = heap[0] if heap else None
+            grp = None
+            for g in active:
+                c = g.cand
+                if c is not None and (top is None or c < top):
+                    top = c
+                    grp = g
+            if top is None:
                 return None
-            b, seq, j, token = src[0]
+            b, seq, j, token = top
+            if grp is not None:
+                # a parked group's earliest boundary after the last one
+                # passed over (exact: ``_group_next`` rolled it)
+                if floor is not None and self.bound.get(j, math.inf) <= floor:
+                    self._group_drop_cand(grp)
+                    heapq.heappush(self._parked, (-self.bound[j], seq, j, token))
+                    self._dparked_of.pop(j, None)
+                    self._bparked.add(j)
+                    self._group_next(grp, now if judged == -math.inf else judged)
+                    continue
+                if not demand or b >= before:
+                    return b
+                if b != judged:
+                    judged = b
+                    passed = self._too_few(b, jobs, free, b < self.levels_until)
+                if not passed:
+                    return b
+                self._group_next(grp, b)
+                continue
             if token_of.get(j) != token:
-                heapq.heappop(src)  # stopped, or a newer entry exists
+                heapq.heappop(heap)  # stopped, or a newer entry exists
                 continue
             if floor is not None and self.bound.get(j, math.inf) <= floor:
                 # its expiries cannot interest the policy: park it by bound
-                heapq.heappop(src)
+                heapq.heappop(heap)
                 heapq.heappush(self._parked, (-self.bound[j], seq, j, token))
                 self._dparked_of.pop(j, None)
                 self._bparked.add(j)
@@ -282,20 +324,25 @@ class LazyLeases:
                     passed = self._too_few(b, jobs, free, b < self.levels_until)
                 if not passed:
                     return b
-                if src is heap:
-                    cap, top = self._near(j, jobs)
-                    if self._need(top) > cap + free:
-                        # no boundary of it can interest the policy for now
-                        heapq.heappop(heap)
-                        group = self._dparked.setdefault(cap, [])
-                        heapq.heappush(group, (b, seq, j, token))
-                        self._dparked_of[j] = token
-                        if len(group) > 2 * len(self._dparked_of) + 4096:
-                            self._drop_stale_parked()
-                        continue
+                cap, top_bound = self._near(j, jobs)
+                if self._need(top_bound) > cap + free:
+                    # no boundary of it can interest the policy for now
+                    heapq.heappop(heap)
+                    group = self._dparked.get(cap)
+                    if group is None:
+                        group = self._dparked[cap] = _PhaseGroup()
+                    insort(group.entries, (self._phase_of[j], seq, j, token))
+                    self._dparked_of[j] = token
+                    # searched in this call: its next boundary after this one
+                    group.cand = None
+                    if any(g is group for g in active):
+                        self._group_next(group, b)
+                    if len(group.entries) > 2 * len(self._dparked_of) + self.stale_slack:
+                        self._drop_stale_parked()
+                    continue
                 true = _step(b, L)  # this boundary makes no instant
                 self.at[j] = true
-            heapq.heapreplace(src, (true, seq, j, token))
+            heapq.heapreplace(heap, (true, seq, j, token))
 
     def passes_over(self, b: float, jobs: list[Job], free: int) -> bool:
         """Whether the jobs with a boundary at ``b`` (a time no other event
@@ -305,29 +352,62 @@ class LazyLeases:
             return False
         return self._too_few(b, jobs, free, b < self.levels_until)
 
-    def _catch_up(self, group: list[tuple[float, int, int, int]], now: float) -> None:
-        """Roll the entries of a demand group that fell behind ``now`` while
-        the group was not searched. Rolling them one by one as they reach the
-        top of the search loop dominated (a group wakes often); here each
-        costs one roll and one heap operation. The entries come out as that
-        loop would leave them (same rolls; sequence numbers are unique, so
-        the order is too), stale ones dropped."""
+    def _group_next(self, group: _PhaseGroup, ref: float) -> None:
+        """Set ``group.cand`` to its earliest boundary ``> ref`` (None: no
+        live entry), dropping the stale entries met on the way. Entries are
+        visited in phase order from two buckets before ``ref``'s; a boundary
+        lies within one bucket of its job's phase, so once an entry's phase
+        puts its next boundary surely after the best found, the rest are too.
+        The entries looked at are rolled to their first boundary ``> ref``
+        (``ref`` is now or a boundary passed over, none of theirs unseen)."""
+        entries = group.entries
+        m = len(entries)
+        group.cand = None
+        if not m:
+            return
+        n = self._n_phases
         L = self.lease_s
         at = self.at
         token_of = self._token
-        pop = heapq.heappop
-        replace = heapq.heapreplace
-        while group and group[0][0] <= now:
-            _, seq, j, token = group[0]
+        q0 = (self._bucket(ref) - 2) % n
+        start = bisect_left(entries, (q0,))
+        best: tuple[float, int, int, int] | None = None
+        best_q = 0
+        stale: list[int] = []
+        for k in range(m):
+            i = start + k
+            if i >= m:
+                i -= m
+            q, seq, j, token = entries[i]
+            e = (q - q0) % n
+            # its next boundary comes (e - 4) buckets after ``ref`` at the
+            # earliest (a bucket of slack for rounding)
+            if best is not None and e >= 5 and (e - 5) / _BUCKETS_PER_S > best[0] - ref:
+                break
             if token_of.get(j) != token:
-                pop(group)  # stopped, or a newer entry exists
+                stale.append(i)
                 continue
-            true = at[j]
-            if true <= now:
-                nb = true + L  # one step suffices (roll's own first step)
-                true = nb if now < nb else roll(true, L, now, strict=True)
-                at[j] = true
-            replace(group, (true, seq, j, token))  # later than now: not seen again
+            b = at[j]
+            if b <= ref:
+                nb = b + L  # one step suffices (roll's own first step)
+                b = nb if ref < nb else roll(b, L, ref, strict=True)
+                at[j] = b
+            if best is None or b < best[0] or (b == best[0] and seq < best[1]):
+                best = (b, seq, j, token)
+                best_q = q
+        for i in sorted(stale, reverse=True):
+            del entries[i]
+        if best is not None:
+            group.cand = best
+            group.cand_q = best_q
+
+    def _group_drop_cand(self, group: _PhaseGroup) -> None:
+        """Take the group's candidate out of it (it was parked by bound)."""
+        assert group.cand is not None
+        entries = group.entries
+        i = bisect_left(entries, (group.cand_q, group.cand[1]))
+        del entries[i]
+        group.cand = None
 
     def _near(self, j: int, jobs: list[Job]) -> tuple[int, float]:
         """(GPUs, largest bound) of the running jobs within two phase buckets
@@ -358,8 +438,10 @@ class LazyLeases:
         re-rated, moved back): they pile up in groups that stay asleep."""
         of = self._dparked_of
         for group in self._dparked.values():
-            group[:] = [e for e in group if of.get(e[2]) == e[3]]
-            heapq.heapify(group)
+            group.entries[:] = [e for e in group.entries if of.get(e[2]) == e[3]]
+            cand = group.cand
+            if cand is not None and of.get(cand[2]) != cand[3]:
+                group.cand = None  # (a live one stays: the search may hold it)
 
     def _too_few(self, b: float, jobs: list[Job], free: int, levels: bool = False) -> bool:
         """Whether the jobs with a boundary at ``b`` and the ``free`` GPUs
