@@ -202,6 +202,13 @@ class LazyLeases:
             if self._token.get(j) == token and j in self.at:
                 self._push(j, self.at[j])
 
+    def _around(self, q: int) -> tuple[int, ...]:
+        """Bucket ``q`` and its two neighbours, each once."""
+        n = self._n_phases
+        if n >= 3:
+            return ((q - 1) % n, q, (q + 1) % n)
+        return tuple(sorted({(q - 1) % n, q, (q + 1) % n}))
+
     def _bucket(self, t: float) -> int:
         return int(math.fmod(t, self.lease_s) * _BUCKETS_PER_S)
 
@@ -454,11 +461,10 @@ class LazyLeases:
         bound = self.bound
         phase = self._phase
         q = self._bucket(b)
-        n = self._n_phases
         pool = free
         top = -math.inf
         group: list[Job] = []
-        for k in {(q - 1) % n, q, (q + 1) % n}:
+        for k in self._around(q):
             for j in phase.get(k, ()):
                 bj = at[j]
                 if bj < b:
@@ -479,11 +485,10 @@ class LazyLeases:
         their next boundary becomes the one after ``t``."""
         L = self.lease_s
         q = self._bucket(t)
-        n = self._n_phases
         hits: list[Job] = []
         at = self.at
         phase = self._phase
-        for k in {(q - 1) % n, q, (q + 1) % n}:
+        for k in self._around(q):
             for j in phase.get(k, ()):
                 b = at[j]
                 if b < t:
