@@ -188,7 +188,7 @@ class Engine:
         self.instant = 0  # counts event instants handled (decision points)
         self.lease_expired: list[Job] = []
         self._lazy = (
-            LazyLeases(self.lease_s, self._lease_fits)
+            LazyLeases(self.lease_s, self._lease_fits, self._lease_caps_fit)
             if self.lazy_leases and self.lease_s
             else None
         )
@@ -574,6 +574,26 @@ class Engine:
             if machine <= top:
                 return True
         return False
+
+    def _lease_caps_fit(self) -> Callable[[int], bool]:
+        """A relaxation of ``_lease_fits`` for jobs of ``cap`` GPUs in all,
+        wherever they are: at most ``cap`` GPUs join the largest free rack,
+        and at most ``min(cap, GPUs per server)`` the largest free server."""
+        machine, rack, network = self._lease_levels
+        total = self.total_free
+        top_rack = max(self.rack_free) if rack < math.inf else 0
+        top_server = self._free_index.largest()
+        G = self.cluster.gpus_per_server
+
+        def fits(cap: int) -> bool:
+            pool = total + cap
+            return (
+                network <= pool
+                or (rack <= pool and rack <= top_rack + cap)
+                or (machine <= pool and machine <= top_server + min(cap, G))
+            )
+
+        return fits
 
     def _rerate_uplinks(self, racks: Sequence[int], skip: int = -1) -> None:
         affected: set[int] = set()

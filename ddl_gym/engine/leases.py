@@ -132,11 +132,19 @@ class LazyLeases:
     # a demand group is cleaned of stale entries past this many beyond twice the parked jobs
     stale_slack = 4096
 
-    def __init__(self, lease_s: float, fits: Callable[[list[Job]], bool] | None = None) -> None:
+    def __init__(
+        self,
+        lease_s: float,
+        fits: Callable[[list[Job]], bool] | None = None,
+        caps_fit: Callable[[], Callable[[int], bool]] | None = None,
+    ) -> None:
         self.lease_s = lease_s
         # fits(jobs): whether a waiting demand of the policy's level test may
         # fit the free GPUs plus those of ``jobs`` (the engine's packer tests)
         self._fits = fits
+        # caps_fit()(c): whether some jobs holding ``c`` GPUs in all may pass
+        # ``fits`` at best (a relaxation of it, for whole demand groups)
+        self._caps_fit = caps_fit
         self.levels_until = -math.inf  # the level test holds before this time
         self.at: dict[int, float] = {}
         self._heap: list[tuple[float, int, int, int]] = []
@@ -271,9 +279,16 @@ class LazyLeases:
         # the demand named for the largest bound any job ever had (the
         # smallest that can matter) are searched with the main heap
         need_min = self._need(self._max_bound) if demand else 0
+        # Every boundary judged below (before ``before``) meets the level
+        # test when ``before`` comes no later than ``levels_until``: a group
+        # whose GPU sum cannot pass it even at the best server and rack holds
+        # none that is not passed over, and need not be searched.
+        caps_fit = None
+        if demand and self._caps_fit is not None and now < before <= self.levels_until:
+            caps_fit = self._caps_fit()
         active: list[_PhaseGroup] = []
         for cap, g in self._dparked.items():
-            if g.entries and cap + free >= need_min:
+            if g.entries and cap + free >= need_min and (caps_fit is None or caps_fit(cap)):
                 c = g.cand
                 if c is None or c[0] <= now or token_of.get(c[2]) != c[3]:
                     self._group_next(g, now)
