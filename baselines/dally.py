@@ -214,12 +214,15 @@ class DallyPolicy(BasePolicy):
     # and GPU demand as counted, counts per level and demand, when each
     # job's level may next change, jobs not classified yet, and per demand
     # the tuner's timers the classes were computed with
-    _cls: dict[int, tuple[Level, int]] = field(default_factory=dict, repr=False)
+    _cls: dict[int, tuple[Level, int, float]] = field(default_factory=dict, repr=False)
     _cls_count: dict[Level, dict[int, int]] = field(default_factory=dict, repr=False)
     _cls_due: list[tuple[float, int, float]] = field(default_factory=list, repr=False)
     _cls_new: list[int] = field(default_factory=list, repr=False)
     _cls_by_gpus: dict[int, set[int]] = field(default_factory=dict, repr=False)
     _cls_timers: dict[int, tuple[float, float]] = field(default_factory=dict, repr=False)
+    # per (level, GPU demand): the efficiencies of its waiting jobs, sorted
+    # (the least says whether the class holds a challenger for a bound)
+    _cls_effs: dict[tuple[Level, int], list[float]] = field(default_factory=dict, repr=False)
     # (tuner version, time) up to which the tuner's timers were last seen to
     # hold for the demands of the asks and of the level classes
     _ask_stable: tuple[int, float] = field(default=(-1, -math.inf), repr=False)
@@ -268,6 +271,7 @@ class DallyPolicy(BasePolicy):
         self._cls_new.clear()
         self._cls_by_gpus.clear()
         self._cls_timers.clear()
+        self._cls_effs.clear()
         self._ask_stable = (-1, -math.inf)
         self._cls_stable = (-1, -math.inf)
         self._synced_instant = -1
@@ -567,7 +571,9 @@ class DallyPolicy(BasePolicy):
             if self._needs_at != self._changes:
                 self._needs_at = self._changes
                 self._needs = self._lease_needs(view)
-            view.set_lease_floor(self._needs[0][0], self._needs, self._level_minima(view))
+            view.set_lease_floor(
+                self._needs[0][0], self._needs, self._level_minima(view), self._levels_for
+            )
         return action
 
     # -- the engine's level test: waiting demands per level ------------------
@@ -577,7 +583,9 @@ class DallyPolicy(BasePolicy):
         changes otherwise only when the auto-tuner's timers for its demand
         do (``_level_minima`` checks that)."""
         level = self.allowed_level(view, job)
-        self._cls[job.index] = (level, job.gpus)
+        efficiency = self._entry[job.index][0]  # frozen while it waits
+        self._cls[job.index] = (level, job.gpus, efficiency)
+        insort(self._cls_effs.setdefault((level, job.gpus), []), efficiency)
         counts = self._cls_count.setdefault(level, {})
         counts[job.gpus] = counts.get(job.gpus, 0) + 1
         self._cls_by_gpus.setdefault(job.gpus, set()).add(job.index)
@@ -600,7 +608,9 @@ class DallyPolicy(BasePolicy):
         entry = self._cls.pop(index, None)
         if entry is None:
             return
-        level, gpus = entry
+        level, gpus, efficiency = entry
+        effs = self._cls_effs[(level, gpus)]
+        del effs[bisect_left(effs, efficiency)]
         counts = self._cls_count[level]
         if counts[gpus] == 1:
             del counts[gpus]
@@ -654,6 +664,18 @@ class DallyPolicy(BasePolicy):
             for level in (Level.MACHINE, Level.RACK, Level.NETWORK)
         ]
         return (minima[0], minima[1], minima[2], until)
+
+    def _levels_for(self, bound: float) -> tuple[float, float, float]:
+        """``_level_minima``'s three minima over only the waiting jobs that an
+        expiring job of efficiency bound ``bound`` could lose to (less
+        efficient by more than ``margin``, with ``_lease_needs``' rounding):
+        the other waiting jobs cannot take its GPUs in the re-offer."""
+        cut = bound - self.margin + 1e-9
+        minima = [math.inf, math.inf, math.inf]
+        for (level, gpus), effs in self._cls_effs.items():
+            if effs and effs[0] < cut and gpus < minima[level]:
+                minima[level] = gpus
+        return minima[0], minima[1], minima[2]
 
     def _lease_needs(self, view: EngineView) -> list[tuple[float, int]]:
         """``(threshold, gpus)`` steps for ``set_lease_floor``: an expired job

@@ -31,7 +31,7 @@ class FloorOnlyView(EngineView):
 
     __slots__ = ()
 
-    def set_lease_floor(self, floor, needs=(), levels=None) -> None:
+    def set_lease_floor(self, floor, needs=(), levels=None, levels_for=None) -> None:
         super().set_lease_floor(floor)
 
 

@@ -193,6 +193,7 @@ class Engine:
             else None
         )
         self._lease_levels = (math.inf, math.inf, math.inf)
+        self._lease_levels_for: Callable[[float], tuple[float, float, float]] | None = None
         self.events_now: list[tuple[str, int]] = []
         self.series: list[tuple[float, int, int, int, float]] = []
         # (job index, server, GPUs, start, end) of every finished placement
@@ -510,6 +511,7 @@ class Engine:
         floor: float | None,
         needs: Sequence[tuple[float, int]] = (),
         levels: tuple[float, float, float, float] | None = None,
+        levels_for: Callable[[float], tuple[float, float, float]] | None = None,
     ) -> None:
         """Lazy leases: until changed, an instant where only leases expire is
         made only if some expiring job's efficiency may exceed ``floor``
@@ -531,20 +533,31 @@ class Engine:
         rack, and any placement (inf: none), valid for every instant before
         ``until``. Such an instant is then also made only if one of those
         demands fits, as the packer tests it, in the free GPUs plus those of
-        the expiring jobs: one server, one rack, or the whole pool."""
+        the expiring jobs: one server, one rack, or the whole pool.
+
+        ``levels_for(top)``: the same three minima over only the waiting
+        jobs that could take GPUs from an expiring job whose efficiency
+        bound is ``top`` (valid as ``levels`` is, which it refines)."""
         if self._lazy is not None:
+            self._lease_levels_for = levels_for if levels is not None else None
             if levels is None:
                 self._lazy.set_floor(floor, needs)
             else:
                 self._lease_levels = levels[:3]
                 self._lazy.set_floor(floor, needs, levels[3])
 
-    def _lease_fits(self, jobs: list[Job]) -> bool:
+    def _lease_fits(self, jobs: list[Job], top: float = math.inf) -> bool:
         """Whether a waiting demand of ``set_lease_floor``'s ``levels`` fits
         the free GPUs plus those of ``jobs`` (running), by the packer's own
         tests: a server (machine level), a rack (rack level; it also holds
-        every one-server placement) or the cluster (network level)."""
-        machine, rack, network = self._lease_levels
+        every one-server placement) or the cluster (network level). With the
+        policy's ``levels_for``, only the demands that could challenge jobs of
+        largest efficiency bound ``top`` count."""
+        levels_for = self._lease_levels_for
+        if levels_for is not None:
+            machine, rack, network = levels_for(top)
+        else:
+            machine, rack, network = self._lease_levels
         pool = self.total_free + sum(job.gpus for job in jobs)
         if network <= pool:
             return True

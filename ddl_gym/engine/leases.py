@@ -135,12 +135,13 @@ class LazyLeases:
     def __init__(
         self,
         lease_s: float,
-        fits: Callable[[list[Job]], bool] | None = None,
+        fits: Callable[[list[Job], float], bool] | None = None,
         caps_fit: Callable[[], Callable[[int], bool]] | None = None,
     ) -> None:
         self.lease_s = lease_s
-        # fits(jobs): whether a waiting demand of the policy's level test may
-        # fit the free GPUs plus those of ``jobs`` (the engine's packer tests)
+        # fits(jobs, top): whether a waiting demand of the policy's level test
+        # (for jobs whose largest efficiency bound is ``top``) may fit the free
+        # GPUs plus those of ``jobs`` (the engine's packer tests)
         self._fits = fits
         # caps_fit()(c): whether some jobs holding ``c`` GPUs in all may pass
         # ``fits`` at best (a relaxation of it, for whole demand groups)
@@ -493,7 +494,7 @@ class LazyLeases:
                         top = bj
         if self._need(top) > pool:
             return True
-        return levels and self._fits is not None and not self._fits(group)
+        return levels and self._fits is not None and not self._fits(group, top)
 
     def expire_at(self, t: float, jobs: list[Job]) -> list[Job]:
         """Running jobs with a boundary exactly at ``t`` (in start order);
