@@ -588,17 +588,20 @@ class Engine:
                 return True
         return False
 
-    def _lease_caps_fit(self) -> Callable[[int], bool]:
-        """A relaxation of ``_lease_fits`` for jobs of ``cap`` GPUs in all,
-        wherever they are: at most ``cap`` GPUs join the largest free rack,
-        and at most ``min(cap, GPUs per server)`` the largest free server."""
-        machine, rack, network = self._lease_levels
+    def _lease_caps_fit(self) -> Callable[[int, float], bool]:
+        """A relaxation of ``_lease_fits`` for jobs of ``cap`` GPUs in all
+        and largest bound ``top``, wherever they are: at most ``cap`` GPUs
+        join the largest free rack, and at most ``min(cap, GPUs per server)``
+        the largest free server."""
         total = self.total_free
-        top_rack = max(self.rack_free) if rack < math.inf else 0
+        top_rack = max(self.rack_free)
         top_server = self._free_index.largest()
         G = self.cluster.gpus_per_server
+        levels_for = self._lease_levels_for
+        static = self._lease_levels
 
-        def fits(cap: int) -> bool:
+        def fits(cap: int, top: float) -> bool:
+            machine, rack, network = static if levels_for is None else levels_for(top)
             pool = total + cap
             return (
                 network <= pool

@@ -42,12 +42,21 @@ until then), and the jobs that share a boundary are found by phase, as
 ``expire_at`` finds them. A job whose GPUs, plus those of every running job
 within two phase buckets of it (all that can ever share a boundary with it)
 and the free ones, hold no demand named for the largest bound among those
-jobs is *parked by demand*: it moves to a boundary heap of its own GPU sum
-``c``, which is searched only while ``c`` plus the free GPUs reach the
-smallest demand named for a bound some job has reached (so a small job
-waiting for a moment wakes a whole group at once, and its placement puts it
-back to sleep, without moving jobs), and it returns to the main heap when a
-job near its phase starts or it is re-rated.
+jobs is *parked by demand*: it joins the group of its GPU sum ``c``. A
+group keeps its jobs in phase order, not by boundary, so waking it costs no
+rolling: its next boundary after the clock is found next to the clock's
+phase. A group is searched only while ``c`` plus the free GPUs reach the
+demand named for the largest bound near its jobs (raised when a neighbour
+is re-rated) and, while the level test holds, while ``c`` GPUs could pass
+that test at the largest free server and rack (so a small job waiting for a
+moment wakes a whole group at once, and its placement puts it back to sleep,
+without moving jobs). A job returns to the main heap when a job near its
+phase starts or it is re-rated.
+
+The level test itself (``fits``) counts, for jobs of largest bound ``top``,
+only the waiting jobs that could challenge them (the policy's
+``levels_for(top)``): a more efficient waiting job would fit the GPUs but
+cannot take them.
 """
 
 from __future__ import annotations
@@ -118,6 +127,9 @@ class _PhaseGroup:
     entries: list[tuple[int, int, int, int]] = field(default_factory=list)
     cand: tuple[float, int, int, int] | None = None
     cand_q: int = 0
+    # at least the largest efficiency bound of any job that may share a
+    # boundary with a member (raised by ``set_bound`` of a neighbour)
+    top: float = -math.inf
 
 
 class LazyLeases:
@@ -136,15 +148,16 @@ class LazyLeases:
         self,
         lease_s: float,
         fits: Callable[[list[Job], float], bool] | None = None,
-        caps_fit: Callable[[], Callable[[int], bool]] | None = None,
+        caps_fit: Callable[[], Callable[[int, float], bool]] | None = None,
     ) -> None:
         self.lease_s = lease_s
         # fits(jobs, top): whether a waiting demand of the policy's level test
         # (for jobs whose largest efficiency bound is ``top``) may fit the free
         # GPUs plus those of ``jobs`` (the engine's packer tests)
         self._fits = fits
-        # caps_fit()(c): whether some jobs holding ``c`` GPUs in all may pass
-        # ``fits`` at best (a relaxation of it, for whole demand groups)
+        # caps_fit()(c, top): whether some jobs holding ``c`` GPUs in all, of
+        # largest bound ``top``, may pass ``fits`` at best (a relaxation of
+        # it, for whole demand groups)
         self._caps_fit = caps_fit
         self.levels_until = -math.inf  # the level test holds before this time
         self.at: dict[int, float] = {}
@@ -165,6 +178,7 @@ class LazyLeases:
         # parked by demand: GPU sum near the job -> its jobs in phase order
         self._dparked: dict[int, _PhaseGroup] = {}
         self._dparked_of: dict[int, int] = {}  # j -> its token while parked by demand
+        self._dparked_group: dict[int, _PhaseGroup] = {}  # j -> its group (while in ``of``)
 
     def _push(self, j: int, b: float) -> None:
         """A fresh boundary-heap entry for ``j`` (its older entries go stale)."""
@@ -172,6 +186,7 @@ class LazyLeases:
         self._token[j] = self._seq
         heapq.heappush(self._heap, (b, self._seq, j, self._seq))
         self._dparked_of.pop(j, None)
+        self._dparked_group.pop(j, None)
         self._bparked.discard(j)
 
     def set_bound(self, j: int, bound: float) -> None:
@@ -184,6 +199,19 @@ class LazyLeases:
             self._max_bound = bound
         if j in self.at and (j in self._dparked_of or j in self._bparked):
             self._push(j, self.at[j])
+        if self._dparked_of and j in self._phase_of:
+            # the groups of its parked neighbours may now share a boundary
+            # with a job of this bound
+            n = self._n_phases
+            q = self._phase_of[j]
+            of = self._dparked_of
+            group_of = self._dparked_group
+            for k in range(q - 2, q + 3):
+                for m in self._phase.get(k % n, ()):
+                    if m in of:
+                        group = group_of[m]
+                        if bound > group.top:
+                            group.top = bound
 
     def set_floor(
         self,
@@ -250,6 +278,7 @@ class LazyLeases:
         self.at.pop(j, None)
         self._token.pop(j, None)  # its entries go stale
         self._dparked_of.pop(j, None)
+        self._dparked_group.pop(j, None)
         self._bparked.discard(j)
         q = self._phase_of.pop(j, None)
         if q is not None:
@@ -279,7 +308,6 @@ class LazyLeases:
         # the groups parked by demand whose GPUs plus the free ones may hold
         # the demand named for the largest bound any job ever had (the
         # smallest that can matter) are searched with the main heap
-        need_min = self._need(self._max_bound) if demand else 0
         # Every boundary judged below (before ``before``) meets the level
         # test when ``before`` comes no later than ``levels_until``: a group
         # whose GPU sum cannot pass it even at the best server and rack holds
@@ -289,7 +317,12 @@ class LazyLeases:
             caps_fit = self._caps_fit()
         active: list[_PhaseGroup] = []
         for cap, g in self._dparked.items():
-            if g.entries and cap + free >= need_min and (caps_fit is None or caps_fit(cap)):
+            if not g.entries:
+                continue
+            # the demand named for the largest bound near its members
+            if demand and self._need(g.top) > cap + free:
+                continue
+            if caps_fit is None or caps_fit(cap, g.top):
                 c = g.cand
                 if c is None or c[0] <= now or token_of.get(c[2]) != c[3]:
                     self._group_next(g, now)
@@ -312,6 +345,7 @@ class LazyLeases:
                     self._group_drop_cand(grp)
                     heapq.heappush(self._parked, (-self.bound[j], seq, j, token))
                     self._dparked_of.pop(j, None)
+                    self._dparked_group.pop(j, None)
                     self._bparked.add(j)
                     self._group_next(grp, now if judged == -math.inf else judged)
                     continue
@@ -332,6 +366,7 @@ class LazyLeases:
                 heapq.heappop(heap)
                 heapq.heappush(self._parked, (-self.bound[j], seq, j, token))
                 self._dparked_of.pop(j, None)
+                self._dparked_group.pop(j, None)
                 self._bparked.add(j)
                 continue
             true = self.at[j]
@@ -356,6 +391,9 @@ class LazyLeases:
                         group = self._dparked[cap] = _PhaseGroup()
                     insort(group.entries, (self._phase_of[j], seq, j, token))
                     self._dparked_of[j] = token
+                    self._dparked_group[j] = group
+                    if top_bound > group.top:
+                        group.top = top_bound
                     # searched in this call: its next boundary after this one
                     group.cand = None
                     if any(g is group for g in active):
