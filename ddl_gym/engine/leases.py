@@ -85,8 +85,9 @@ def roll(b: float, lease_s: float, t: float, strict: bool) -> float:
     binade (and may round) are taken one at a time.
     """
     L = lease_s
-    # the common case: a few single steps reach ``t`` (same sums as below)
-    for _ in range(3):
+    # the common case: a few single steps reach ``t`` (same sums as below);
+    # far behind, the binade jumps below come first
+    for _ in range(3 if t - b < 4.0 * L else 0):
         if b > t or (b == t and not strict):
             return b
         out = b + L
