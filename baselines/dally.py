@@ -711,6 +711,8 @@ class DallyPolicy(BasePolicy):
             events = view.events
             if self.preempt and view.lease_expired:
                 self._losers = self._reoffer(view)
+                if self._losers:
+                    self._fit_planned = None  # GPUs change before the pass
                 # Nothing but leases expired and nobody lost: resources are as
                 # at the last decision point, where nothing could start (timers
                 # firing come as wake-ups), so skip the placement pass.

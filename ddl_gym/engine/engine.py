@@ -307,7 +307,7 @@ class Engine:
                 t = lease_t
             if t < self.now:
                 raise AssertionError(f"time went back: {t} < {self.now}")
-            if not (self._wake_tests and heap_t == t and self._skip_wakes(t, lease_t)):
+            if not (self._wake_tests and heap_t == t and self._skip_wakes(t)):
                 break
         self.now = t
         while heap and heap[0][0] == t:
@@ -384,7 +384,7 @@ class Engine:
         if matters is not None:
             self._wake_tests[self._seq] = matters
 
-    def _skip_wakes(self, t: float, lease_t: float | None) -> bool:
+    def _skip_wakes(self, t: float) -> bool:
         """Whether the next instant, at ``t``, holds only wake-ups asked
         with a test, no lease expiry the lazy-lease tests keep, and every
         test says the wake-up changes nothing; then they are dropped and time
@@ -392,7 +392,9 @@ class Engine:
         heap = self._heap
         tests = self._wake_tests
         lazy = self._lazy
-        if lease_t == t and not (lazy and lazy.passes_over(t, self.jobs, self.total_free)):
+        # every lease boundary at ``t`` (kept by the tests or not: an instant
+        # reports them all) must be one the tests pass over
+        if lazy and self.pending and not lazy.passes_over(t, self.jobs, self.total_free):
             return False
         entries = []
         while heap and heap[0][0] == t:

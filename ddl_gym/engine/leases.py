@@ -407,12 +407,28 @@ class LazyLeases:
             heapq.heapreplace(heap, (true, seq, j, token))
 
     def passes_over(self, b: float, jobs: list[Job], free: int) -> bool:
-        """Whether the jobs with a boundary at ``b`` (a time no other event
-        comes before) would be passed over by ``next_after``'s demand and
-        level tests (False without a demand test: every boundary counts)."""
+        """Whether every running job with a boundary at ``b`` (a time no
+        other event comes before), parked or not, would be passed over by
+        ``next_after``'s demand and level tests (True if none has one; False
+        without a demand test if some has: every boundary counts)."""
         if not self._need_thr:
-            return False
+            return not self.expiring_at(b)
         return self._too_few(b, jobs, free, b < self.levels_until)
+
+    def expiring_at(self, b: float) -> bool:
+        """Whether some running job has a boundary exactly at ``b`` (its
+        known boundary is brought up to ``b``, as ``_too_few`` does)."""
+        L = self.lease_s
+        at = self.at
+        for k in self._around(self._bucket(b)):
+            for j in self._phase.get(k, ()):
+                bj = at[j]
+                if bj < b:
+                    bj = roll(bj, L, b, strict=False)
+                    at[j] = bj
+                if bj == b:
+                    return True
+        return False
 
     def _group_next(self, group: _PhaseGroup, ref: float) -> None:
         """Set ``group.cand`` to its earliest boundary ``> ref`` (None: no
