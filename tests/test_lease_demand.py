@@ -50,7 +50,13 @@ def _run(trace, policy: DallyPolicy, view_type: type, lazy: bool, checker=None):
     cluster = Cluster(3, 4, 8, "nvswitch_ib")
     kwargs = {**policy.engine_kwargs(), "lazy_leases": lazy, "congestion": "moderate"}
     engine = Engine(trace, cluster, **kwargs)
-    view = view_type(engine)
+    _drive(engine, policy, view_type(engine), checker)
+    return engine.result(), engine.instant
+
+
+def _drive(engine: Engine, policy, view: EngineView, checker=None) -> None:
+    """Run ``policy`` through ``view`` (its own, not ``run_policy``'s) to the
+    end, checking the invariants after every step if ``checker`` is given."""
     policy.reset(view, seed=0)
     while not engine.done:
         while True:
@@ -65,7 +71,6 @@ def _run(trace, policy: DallyPolicy, view_type: type, lazy: bool, checker=None):
             checker.check(engine)
     if checker is not None:
         checker.finish(engine)
-    return engine.result(), engine.instant
 
 
 @pytest.mark.parametrize("name", ["dally", "dally-1-2"])
@@ -119,12 +124,7 @@ def test_compacting_the_event_heap_changes_no_result(philly_slice):
             congestion="heavy",
             **policy.engine_kwargs(),
         )
-        view = EngineView(engine)
-        policy.reset(view, seed=0)
-        while not engine.done:
-            while not isinstance(action := policy.act(view), Wait) and action is not WAIT:
-                engine.apply(action)
-            engine.advance()
+        _drive(engine, policy, EngineView(engine))
         results.append((engine.result(), engine.instant, len(engine._heap)))
     (a, ia, _), (b, ib, _) = results
     assert a.jobs.equals(b.jobs) and a.placements.equals(b.placements)
@@ -170,12 +170,7 @@ def test_demand_groups_change_no_result_on_a_busy_synthetic_cluster():
         engine = Engine(trace, cluster, **{**policy.engine_kwargs(), "congestion": "moderate"})
         if slack is not None:
             engine._lazy.stale_slack = slack
-        view = view_type(engine)
-        policy.reset(view, seed=0)
-        while not engine.done:
-            while not isinstance(action := policy.act(view), Wait) and action is not WAIT:
-                engine.apply(action)
-            engine.advance()
+        _drive(engine, policy, view_type(engine))
         results.append((engine.result(), engine.instant))
     (floor, floor_instants), *grouped = results
     for result, instants in grouped:

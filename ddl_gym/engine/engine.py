@@ -565,15 +565,9 @@ class Engine:
             return True
         free = self.free
         rack_free = self.rack_free
-        S = self.cluster.servers_per_rack
-        if len(jobs) == 1:
-            # the common case: one job (a placement names each server once)
-            add_server = dict(jobs[0].placement)
-            add_rack: dict[int, int] = {}
-            for server, g in jobs[0].placement:
-                add_rack[server // S] = add_rack.get(server // S, 0) + g
-        else:
-            add_server, add_rack = gpus_held((job.placement for job in jobs), S)
+        add_server, add_rack = gpus_held(
+            (job.placement for job in jobs), self.cluster.servers_per_rack
+        )
         if rack <= pool:
             top = max(rack_free)
             for r, g in add_rack.items():

@@ -175,7 +175,6 @@ class LazyLeases:
         # demand test: thresholds ascending, the smallest demand above each
         self._need_thr: list[float] = []
         self._need_gpus: list[int] = []
-        self._max_bound = -math.inf  # no bound given so far exceeded this
         # parked by demand: GPU sum near the job -> its jobs in phase order
         self._dparked: dict[int, _PhaseGroup] = {}
         self._dparked_of: dict[int, int] = {}  # j -> its token while parked by demand
@@ -196,8 +195,6 @@ class LazyLeases:
         may interest the policy); one on the main heap keeps its entry (the
         bound is read when it reaches the top)."""
         self.bound[j] = bound
-        if bound > self._max_bound:
-            self._max_bound = bound
         if j in self.at and (j in self._dparked_of or j in self._bparked):
             self._push(j, self.at[j])
         if self._dparked_of and j in self._phase_of:
@@ -306,13 +303,12 @@ class LazyLeases:
         demand = bool(self._need_thr)
         judged = -math.inf  # the last boundary tested, and whether it is passed over
         passed = False
-        # the groups parked by demand whose GPUs plus the free ones may hold
-        # the demand named for the largest bound any job ever had (the
-        # smallest that can matter) are searched with the main heap
-        # Every boundary judged below (before ``before``) meets the level
-        # test when ``before`` comes no later than ``levels_until``: a group
-        # whose GPU sum cannot pass it even at the best server and rack holds
-        # none that is not passed over, and need not be searched.
+        # The groups parked by demand that may hold a boundary of interest are
+        # searched with the main heap. Every boundary judged below (before
+        # ``before``) meets the level test when ``before`` comes no later than
+        # ``levels_until``: a group whose GPU sum cannot pass it even at the
+        # best server and rack holds none that is not passed over, and need
+        # not be searched.
         caps_fit = None
         if demand and self._caps_fit is not None and now < before <= self.levels_until:
             caps_fit = self._caps_fit()
@@ -344,10 +340,7 @@ class LazyLeases:
                 # passed over (exact: ``_group_next`` rolled it)
                 if floor is not None and self.bound.get(j, math.inf) <= floor:
                     self._group_drop_cand(grp)
-                    heapq.heappush(self._parked, (-self.bound[j], seq, j, token))
-                    self._dparked_of.pop(j, None)
-                    self._dparked_group.pop(j, None)
-                    self._bparked.add(j)
+                    self._park_by_bound(j, seq, token)
                     self._group_next(grp, now if judged == -math.inf else judged)
                     continue
                 if not demand or b >= before:
@@ -363,12 +356,8 @@ class LazyLeases:
                 heapq.heappop(heap)  # stopped, or a newer entry exists
                 continue
             if floor is not None and self.bound.get(j, math.inf) <= floor:
-                # its expiries cannot interest the policy: park it by bound
                 heapq.heappop(heap)
-                heapq.heappush(self._parked, (-self.bound[j], seq, j, token))
-                self._dparked_of.pop(j, None)
-                self._dparked_group.pop(j, None)
-                self._bparked.add(j)
+                self._park_by_bound(j, seq, token)
                 continue
             true = self.at[j]
             if true <= now:
@@ -406,6 +395,15 @@ class LazyLeases:
                 self.at[j] = true
             heapq.heapreplace(heap, (true, seq, j, token))
 
+    def _park_by_bound(self, j: int, seq: int, token: int) -> None:
+        """Its expiries cannot interest the policy (bound at or below the
+        floor): ``j``'s entry, taken off the main heap or a demand group,
+        waits on the heap by bound until the floor falls below it."""
+        heapq.heappush(self._parked, (-self.bound[j], seq, j, token))
+        self._dparked_of.pop(j, None)
+        self._dparked_group.pop(j, None)
+        self._bparked.add(j)
+
     def passes_over(self, b: float, jobs: list[Job], free: int) -> bool:
         """Whether every running job with a boundary at ``b`` (a time no
         other event comes before), parked or not, would be passed over by
@@ -416,19 +414,27 @@ class LazyLeases:
         return self._too_few(b, jobs, free, b < self.levels_until)
 
     def expiring_at(self, b: float) -> bool:
-        """Whether some running job has a boundary exactly at ``b`` (its
-        known boundary is brought up to ``b``, as ``_too_few`` does)."""
+        """Whether some running job has a boundary exactly at ``b``."""
+        return bool(self._sharing(b))
+
+    def _sharing(self, b: float) -> list[int]:
+        """The running jobs with a boundary exactly at ``b``, parked or not
+        (found by phase). Their known boundaries are brought up to ``b`` (no
+        boundary before ``b`` is lost: the others' next ones are on the heap,
+        none earlier than ``b``)."""
         L = self.lease_s
         at = self.at
+        phase = self._phase
+        sharing: list[int] = []
         for k in self._around(self._bucket(b)):
-            for j in self._phase.get(k, ()):
+            for j in phase.get(k, ()):
                 bj = at[j]
                 if bj < b:
                     bj = roll(bj, L, b, strict=False)
                     at[j] = bj
                 if bj == b:
-                    return True
-        return False
+                    sharing.append(j)
+        return sharing
 
     def _group_next(self, group: _PhaseGroup, ref: float) -> None:
         """Set ``group.cand`` to its earliest boundary ``> ref`` (None: no
@@ -524,29 +530,18 @@ class LazyLeases:
     def _too_few(self, b: float, jobs: list[Job], free: int, levels: bool = False) -> bool:
         """Whether the jobs with a boundary at ``b`` and the ``free`` GPUs
         hold no demand the policy named for their largest bound (or, with
-        ``levels``, fail the ``fits`` test). Their known boundaries are brought
-        up to ``b`` (no boundary before ``b`` is lost: the others' next ones
-        are on the heap, none earlier than ``b``)."""
-        L = self.lease_s
-        at = self.at
+        ``levels``, fail the ``fits`` test); see ``_sharing``."""
         bound = self.bound
-        phase = self._phase
-        q = self._bucket(b)
         pool = free
         top = -math.inf
         group: list[Job] = []
-        for k in self._around(q):
-            for j in phase.get(k, ()):
-                bj = at[j]
-                if bj < b:
-                    bj = roll(bj, L, b, strict=False)
-                    at[j] = bj
-                if bj == b:
-                    group.append(jobs[j])
-                    pool += jobs[j].gpus
-                    bj = bound.get(j, math.inf)
-                    if bj > top:
-                        top = bj
+        for j in self._sharing(b):
+            job = jobs[j]
+            group.append(job)
+            pool += job.gpus
+            bj = bound.get(j, math.inf)
+            if bj > top:
+                top = bj
         if self._need(top) > pool:
             return True
         return levels and self._fits is not None and not self._fits(group, top)
