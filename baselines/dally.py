@@ -237,6 +237,15 @@ class DallyPolicy(BasePolicy):
     _matters: Callable[[], bool] | None = field(default=None, repr=False)
     # (instant, time, result) of a placement pass the wake-up test ran
     _fit_planned: tuple[int, float, Any] | None = field(default=None, repr=False)
+    # the lease test, bound to the view of the run, and (instant, time,
+    # expiring jobs, losers) of the re-offer it ran last
+    _lease_test: Callable[[list[Job]], bool] | None = field(default=None, repr=False)
+    _reoffer_planned: tuple[int, float, list[int], list[int]] | None = field(
+        default=None, repr=False
+    )
+    _levels_at: Callable[[], tuple[float, float, float, float]] | None = field(
+        default=None, repr=False
+    )
 
     def __post_init__(self) -> None:
         self.tuner = AutoTuner(self.window_h)
@@ -253,6 +262,9 @@ class DallyPolicy(BasePolicy):
         self.tuner = AutoTuner(self.window_h)
         self._matters = partial(self._wake_matters, view)
         self._fit_planned = None
+        self._lease_test = partial(self._lease_matters, view)
+        self._levels_at = partial(self._level_minima, view)
+        self._reoffer_planned = None
         self._wake.clear()
         self._losers = []
         self._planned_at = -math.inf
@@ -430,13 +442,11 @@ class DallyPolicy(BasePolicy):
                     break
         return least
 
-    def _reoffer(self, view: EngineView) -> list[int]:
-        """Expired-lease jobs that lose their GPUs in the re-offer."""
+    def _reoffer(self, view: EngineView, lease_expired: list[Job]) -> list[int]:
+        """Jobs of ``lease_expired`` that lose their GPUs in the re-offer."""
         # a job still restoring from its last preemption is not re-offered
         now = view.now
-        expired = [
-            j for j in view.lease_expired if j.status == Status.RUNNING and j.busy_until <= now
-        ]
+        expired = [j for j in lease_expired if j.status == Status.RUNNING and j.busy_until <= now]
         if not expired:
             return []
         queue = self._queue(view)
@@ -572,7 +582,12 @@ class DallyPolicy(BasePolicy):
                 self._needs_at = self._changes
                 self._needs = self._lease_needs(view)
             view.set_lease_floor(
-                self._needs[0][0], self._needs, self._level_minima(view), self._levels_for
+                self._needs[0][0],
+                self._needs,
+                self._level_minima(view),
+                self._levels_for,
+                self._lease_test,
+                self._levels_at,
             )
         return action
 
@@ -710,7 +725,7 @@ class DallyPolicy(BasePolicy):
             self._losers = []
             events = view.events
             if self.preempt and view.lease_expired:
-                self._losers = self._reoffer(view)
+                self._losers = self._planned_losers(view)
                 if self._losers:
                     self._fit_planned = None  # GPUs change before the pass
                 # Nothing but leases expired and nobody lost: resources are as
@@ -758,6 +773,35 @@ class DallyPolicy(BasePolicy):
             else:
                 return job, level, placement
         return None
+
+    def _lease_matters(self, view: EngineView, expiring: list[Job]) -> bool:
+        """The engine's last test of an instant where only the leases of
+        ``expiring`` would end (``set_lease_floor``'s ``matters``, asked at
+        that time). Since the last decision point, which ended with the
+        queue as it is, only time has passed: the instant is a WAIT with no
+        side effect unless the re-offer preempts someone (the placement pass
+        is skipped then, see ``_decide``). If it goes ahead, its re-offer is
+        this one."""
+        losers = self._reoffer(view, expiring)
+        self._reoffer_planned = (view.instant, view.now, [j.index for j in expiring], losers)
+        return bool(losers)
+
+    def _planned_losers(self, view: EngineView) -> list[int]:
+        """The re-offer of this instant's expired leases (the one the
+        lease test ran for this instant and these jobs, if it did)."""
+        planned, self._reoffer_planned = self._reoffer_planned, None
+        expired = view.lease_expired
+        # (valid only if nothing but leases and wake-ups came since: an
+        # arrival or a completion at this time changes the re-offer)
+        if (
+            planned is not None
+            and planned[0] == view.instant
+            and planned[1] == view.now
+            and planned[2] == [j.index for j in expired]
+            and all(kind == "lease" or kind == "wake" for kind, _ in view.events)
+        ):
+            return list(planned[3])
+        return self._reoffer(view, expired)
 
     def _wake_matters(self, view: EngineView) -> bool:
         """The test of this policy's wake-ups (``EngineView.wake_at``),

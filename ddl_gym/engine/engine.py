@@ -188,12 +188,20 @@ class Engine:
         self.instant = 0  # counts event instants handled (decision points)
         self.lease_expired: list[Job] = []
         self._lazy = (
-            LazyLeases(self.lease_s, self._lease_fits, self._lease_caps_fit)
+            LazyLeases(
+                self.lease_s,
+                self._lease_fits,
+                self._lease_caps_fit,
+                self._lease_matters,
+                self._lease_relevel,
+            )
             if self.lazy_leases and self.lease_s
             else None
         )
         self._lease_levels = (math.inf, math.inf, math.inf)
         self._lease_levels_for: Callable[[float], tuple[float, float, float]] | None = None
+        self._lease_test: Callable[[list[Job]], bool] | None = None
+        self._lease_levels_at: Callable[[], tuple[float, float, float, float]] | None = None
         self.events_now: list[tuple[str, int]] = []
         self.series: list[tuple[float, int, int, int, float]] = []
         # (job index, server, GPUs, start, end) of every finished placement
@@ -392,10 +400,6 @@ class Engine:
         heap = self._heap
         tests = self._wake_tests
         lazy = self._lazy
-        # every lease boundary at ``t`` (kept by the tests or not: an instant
-        # reports them all) must be one the tests pass over
-        if lazy and self.pending and not lazy.passes_over(t, self.jobs, self.total_free):
-            return False
         entries = []
         while heap and heap[0][0] == t:
             entry = heapq.heappop(heap)
@@ -404,6 +408,12 @@ class Engine:
                 for e in entries:
                     heapq.heappush(heap, e)
                 return False
+        # every lease boundary at ``t`` (kept by the tests or not: an instant
+        # reports them all) must be one the tests pass over
+        if lazy and self.pending and not lazy.passes_over(t, self.jobs, self.total_free):
+            for e in entries:
+                heapq.heappush(heap, e)
+            return False
         before = self.now
         self.now = t
         asked = {id(tests[e[2]]): tests[e[2]] for e in entries}
@@ -514,6 +524,8 @@ class Engine:
         needs: Sequence[tuple[float, int]] = (),
         levels: tuple[float, float, float, float] | None = None,
         levels_for: Callable[[float], tuple[float, float, float]] | None = None,
+        matters: Callable[[list[Job]], bool] | None = None,
+        levels_at: Callable[[], tuple[float, float, float, float]] | None = None,
     ) -> None:
         """Lazy leases: until changed, an instant where only leases expire is
         made only if some expiring job's efficiency may exceed ``floor``
@@ -539,14 +551,54 @@ class Engine:
 
         ``levels_for(top)``: the same three minima over only the waiting
         jobs that could take GPUs from an expiring job whose efficiency
-        bound is ``top`` (valid as ``levels`` is, which it refines)."""
+        bound is ``top`` (valid as ``levels`` is, which it refines).
+
+        ``matters(expiring)``: the last test, of an instant the others keep:
+        called with ``now`` at that instant and the jobs whose leases expire
+        there (in start order, as ``lease_expired`` would list them); False
+        means the policy would only wait there (no action, no state a later
+        instant reads), and no instant is made. Dally's is its re-offer.
+
+        ``levels_at()``: ``levels`` again, asked with ``now`` at a later
+        boundary (at or past their ``until``) with no decision point in
+        between: the level test then goes on past ``until``."""
         if self._lazy is not None:
+            self._lease_test = matters
+            self._lease_levels_at = levels_at if levels is not None else None
             self._lease_levels_for = levels_for if levels is not None else None
             if levels is None:
                 self._lazy.set_floor(floor, needs)
             else:
                 self._lease_levels = levels[:3]
                 self._lazy.set_floor(floor, needs, levels[3])
+
+    def _lease_matters(self, t: float, jobs: list[Job]) -> bool:
+        """``set_lease_floor``'s ``matters`` for the jobs expiring at ``t``
+        (True without one), asked with the clock at ``t``."""
+        test = self._lease_test
+        if test is None:
+            return True
+        before = self.now
+        self.now = t
+        try:
+            return test(sorted(jobs, key=lambda job: (job.started_at, job.index)))
+        finally:
+            self.now = before
+
+    def _lease_relevel(self, t: float) -> float:
+        """The level test brought up to ``t`` (``levels_at``, asked with the
+        clock at ``t``); returns until when it holds (-inf: no way to)."""
+        levels_at = self._lease_levels_at
+        if levels_at is None:
+            return -math.inf
+        before = self.now
+        self.now = t
+        try:
+            levels = levels_at()
+        finally:
+            self.now = before
+        self._lease_levels = levels[:3]
+        return levels[3]
 
     def _lease_fits(self, jobs: list[Job], top: float = math.inf) -> bool:
         """Whether a waiting demand of ``set_lease_floor``'s ``levels`` fits

@@ -150,6 +150,8 @@ class LazyLeases:
         lease_s: float,
         fits: Callable[[list[Job], float], bool] | None = None,
         caps_fit: Callable[[], Callable[[int, float], bool]] | None = None,
+        matters: Callable[[float, list[Job]], bool] | None = None,
+        relevel: Callable[[float], float] | None = None,
     ) -> None:
         self.lease_s = lease_s
         # fits(jobs, top): whether a waiting demand of the policy's level test
@@ -160,6 +162,12 @@ class LazyLeases:
         # largest bound ``top``, may pass ``fits`` at best (a relaxation of
         # it, for whole demand groups)
         self._caps_fit = caps_fit
+        # matters(b, jobs): the policy's own last word on a boundary at ``b``
+        # whose jobs pass the tests above (False: it would only wait there)
+        self._matters = matters
+        # relevel(t): the level test brought up to time ``t`` (once it has
+        # run out); returns the new ``levels_until``
+        self._relevel = relevel
         self.levels_until = -math.inf  # the level test holds before this time
         self.at: dict[int, float] = {}
         self._heap: list[tuple[float, int, int, int]] = []
@@ -305,14 +313,19 @@ class LazyLeases:
         passed = False
         # The groups parked by demand that may hold a boundary of interest are
         # searched with the main heap. Every boundary judged below (before
-        # ``before``) meets the level test when ``before`` comes no later than
-        # ``levels_until``: a group whose GPU sum cannot pass it even at the
-        # best server and rack holds none that is not passed over, and need
-        # not be searched.
+        # ``before``) meets the level test while it holds (before
+        # ``levels_until``): a group whose GPU sum cannot pass it even at the
+        # best server and rack holds none that is not passed over until then,
+        # and sleeps (``dormant``) until the search gets there; the level test
+        # is then brought up to that time and the sleeping groups looked at
+        # again.
         caps_fit = None
-        if demand and self._caps_fit is not None and now < before <= self.levels_until:
+        caps_until = -math.inf
+        if demand and self._caps_fit is not None and now < before and now < self.levels_until:
             caps_fit = self._caps_fit()
+            caps_until = self.levels_until
         active: list[_PhaseGroup] = []
+        dormant: list[tuple[int, _PhaseGroup]] = []
         for cap, g in self._dparked.items():
             if not g.entries:
                 continue
@@ -320,10 +333,10 @@ class LazyLeases:
             if demand and self._need(g.top) > cap + free:
                 continue
             if caps_fit is None or caps_fit(cap, g.top):
-                c = g.cand
-                if c is None or c[0] <= now or token_of.get(c[2]) != c[3]:
-                    self._group_next(g, now)
+                self._wake_group(g, now)
                 active.append(g)
+            else:
+                dormant.append((cap, g))
         while True:
             top = heap[0] if heap else None
             grp = None
@@ -332,6 +345,27 @@ class LazyLeases:
                 if c is not None and (top is None or c < top):
                     top = c
                     grp = g
+            if dormant and caps_until < before and (top is None or top[0] >= caps_until):
+                # the search reached the end of the level test: the sleeping
+                # groups' boundaries before it are all passed over
+                ref = math.nextafter(caps_until, -math.inf)
+                if self._relevel is not None:
+                    self.levels_until = self._relevel(caps_until)
+                caps_fit = None
+                # (a test that holds for less than a millisecond, e.g. a timer
+                # firing within its rounding slack, is not worth another round)
+                if caps_until + 1e-3 < self.levels_until:
+                    caps_fit = self._caps_fit()
+                    caps_until = self.levels_until
+                asleep = dormant
+                dormant = []
+                for cap, g in asleep:
+                    if caps_fit is None or caps_fit(cap, g.top):
+                        self._wake_group(g, ref)
+                        active.append(g)
+                    else:
+                        dormant.append((cap, g))
+                continue
             if top is None:
                 return None
             b, seq, j, token = top
@@ -347,7 +381,7 @@ class LazyLeases:
                     return b
                 if b != judged:
                     judged = b
-                    passed = self._too_few(b, jobs, free, b < self.levels_until)
+                    passed = self._too_few(b, jobs, free, True)
                 if not passed:
                     return b
                 self._group_next(grp, b)
@@ -369,7 +403,7 @@ class LazyLeases:
                     return b
                 if b != judged:
                     judged = b
-                    passed = self._too_few(b, jobs, free, b < self.levels_until)
+                    passed = self._too_few(b, jobs, free, True)
                 if not passed:
                     return b
                 cap, top_bound = self._near(j, jobs)
@@ -395,6 +429,13 @@ class LazyLeases:
                 self.at[j] = true
             heapq.heapreplace(heap, (true, seq, j, token))
 
+    def _wake_group(self, group: _PhaseGroup, ref: float) -> None:
+        """Make sure ``group.cand`` is its earliest boundary ``> ref`` (one
+        found earlier, after an earlier time, still is if it lies past ``ref``)."""
+        c = group.cand
+        if c is None or c[0] <= ref or self._token.get(c[2]) != c[3]:
+            self._group_next(group, ref)
+
     def _park_by_bound(self, j: int, seq: int, token: int) -> None:
         """Its expiries cannot interest the policy (bound at or below the
         floor): ``j``'s entry, taken off the main heap or a demand group,
@@ -411,7 +452,7 @@ class LazyLeases:
         without a demand test if some has: every boundary counts)."""
         if not self._need_thr:
             return not self.expiring_at(b)
-        return self._too_few(b, jobs, free, b < self.levels_until)
+        return self._too_few(b, jobs, free, True)
 
     def expiring_at(self, b: float) -> bool:
         """Whether some running job has a boundary exactly at ``b``."""
@@ -530,7 +571,8 @@ class LazyLeases:
     def _too_few(self, b: float, jobs: list[Job], free: int, levels: bool = False) -> bool:
         """Whether the jobs with a boundary at ``b`` and the ``free`` GPUs
         hold no demand the policy named for their largest bound (or, with
-        ``levels``, fail the ``fits`` test); see ``_sharing``."""
+        ``levels``, fail the ``fits`` test, brought up to ``b`` if it ran out
+        before, or the policy's ``matters`` says no); see ``_sharing``."""
         bound = self.bound
         pool = free
         top = -math.inf
@@ -544,7 +586,12 @@ class LazyLeases:
                 top = bj
         if self._need(top) > pool:
             return True
-        return levels and self._fits is not None and not self._fits(group, top)
+        if levels and self._fits is not None:
+            if b >= self.levels_until and self._relevel is not None:
+                self.levels_until = self._relevel(b)
+            if b < self.levels_until and not self._fits(group, top):
+                return True
+        return self._matters is not None and not self._matters(b, group)
 
     def expire_at(self, t: float, jobs: list[Job]) -> list[Job]:
         """Running jobs with a boundary exactly at ``t`` (in start order);

@@ -170,14 +170,18 @@ class EngineView:
         needs: Sequence[tuple[float, int]] = (),
         levels: tuple[float, float, float, float] | None = None,
         levels_for: Callable[[float], tuple[float, float, float]] | None = None,
+        matters: Callable[[list[Job]], bool] | None = None,
+        levels_at: Callable[[], tuple[float, float, float, float]] | None = None,
     ) -> None:
         """Lazy leases: skip instants where only leases of jobs whose
         efficiency cannot exceed ``floor`` expire, or (``needs``) whose GPUs
         plus the free ones hold no waiting demand they could lose to, or
         (``levels``) where no waiting demand fits them at its level, or
-        (``levels_for``) no waiting demand that could challenge them (see
-        ``Engine.set_lease_floor``)."""
-        self._engine.set_lease_floor(floor, needs, levels, levels_for)
+        (``levels_for``) no waiting demand that could challenge them, or
+        where ``matters(expiring)``, asked at that time, says the policy would
+        only wait; ``levels_at`` gives ``levels`` again at a later time,
+        once they run out (see ``Engine.set_lease_floor``)."""
+        self._engine.set_lease_floor(floor, needs, levels, levels_for, matters, levels_at)
 
     def wake_at(self, t: float, matters: Callable[[], bool] | None = None) -> None:
         """Ask for a decision point at ``t`` (e.g. when a delay timer fires);
