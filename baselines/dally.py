@@ -462,14 +462,15 @@ class DallyPolicy(BasePolicy):
             return []
         if self._least(queue, n_challengers, view) > pool_total:
             return []  # no challenger fits even the whole pool
-        # the challengers that fit the whole pool, in queue order (the pool
-        # only shrinks: the others would be skipped anyway)
-        challengers: list[tuple[float, float, int]] = []
-        for gpus, same in self._demand.items():
-            if gpus <= pool_total:
-                challengers += same[: bisect_left(same, cut)]
-        challengers.sort()
-        n_challengers = len(challengers)
+        # the challengers, in queue order, merged lazily from the per-demand
+        # lists: a demand larger than what is left of the pool is dropped
+        # whole (the pool only shrinks), not skipped job by job
+        heads = [
+            (same[0], 0, gpus, same)
+            for gpus, same in self._demand.items()
+            if gpus <= pool_total and same[0] < cut
+        ]
+        heapq.heapify(heads)  # (entries are unique: ties never reach the lists)
         jobs = view.jobs
         cluster = view.cluster
         S = cluster.servers_per_rack
@@ -500,14 +501,19 @@ class DallyPolicy(BasePolicy):
         # the pool only changes when someone takes GPUs: memoise the packer
         fits: dict[tuple[int, Level], list[tuple[int, int]] | None] = {}
         losers: list[int] = []
-        k = 0  # next challenger; incumbents win ties, so they go first
+        # incumbents win ties, so they go first
         for inc_eff, _, _, incumbent in offered:
-            while k < n_challengers and challengers[k][0] < inc_eff - margin:
-                job = jobs[challengers[k][2]]
-                k += 1
-                gpus = job.gpus
+            while heads and heads[0][0][0] < inc_eff - margin:
+                entry, i, gpus, same = heads[0]
                 if gpus > pool_total:
+                    heapq.heappop(heads)
                     continue
+                i += 1
+                if i < len(same) and same[i] < cut:
+                    heapq.heapreplace(heads, (same[i], i, gpus, same))
+                else:
+                    heapq.heappop(heads)
+                job = jobs[entry[2]]
                 level = self.allowed_level(view, job)
                 key = (gpus, level)
                 if key not in fits:
@@ -625,7 +631,10 @@ class DallyPolicy(BasePolicy):
             return
         level, gpus, efficiency = entry
         effs = self._cls_effs[(level, gpus)]
-        del effs[bisect_left(effs, efficiency)]
+        if len(effs) == 1:
+            del self._cls_effs[(level, gpus)]  # (``_levels_for`` loops over the classes)
+        else:
+            del effs[bisect_left(effs, efficiency)]
         counts = self._cls_count[level]
         if counts[gpus] == 1:
             del counts[gpus]
@@ -688,7 +697,7 @@ class DallyPolicy(BasePolicy):
         cut = bound - self.margin + 1e-9
         minima = [math.inf, math.inf, math.inf]
         for (level, gpus), effs in self._cls_effs.items():
-            if effs and effs[0] < cut and gpus < minima[level]:
+            if effs[0] < cut and gpus < minima[level]:
                 minima[level] = gpus
         return minima[0], minima[1], minima[2]
 

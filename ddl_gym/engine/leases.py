@@ -202,10 +202,12 @@ class LazyLeases:
         re-rate. A parked running job gets a fresh heap entry (its new bound
         may interest the policy); one on the main heap keeps its entry (the
         bound is read when it reaches the top)."""
+        old = self.bound.get(j, math.inf)
         self.bound[j] = bound
         if j in self.at and (j in self._dparked_of or j in self._bparked):
             self._push(j, self.at[j])
-        if self._dparked_of and j in self._phase_of:
+        # (a bound no higher than before keeps every group's ``top`` true)
+        if bound > old and self._dparked_of and j in self._phase_of:
             # the groups of its parked neighbours may now share a boundary
             # with a job of this bound
             n = self._n_phases
@@ -326,8 +328,10 @@ class LazyLeases:
             caps_until = self.levels_until
         active: list[_PhaseGroup] = []
         dormant: list[tuple[int, _PhaseGroup]] = []
+        empty: list[int] = []
         for cap, g in self._dparked.items():
             if not g.entries:
+                empty.append(cap)  # no live member: dropped below
                 continue
             # the demand named for the largest bound near its members
             if demand and self._need(g.top) > cap + free:
@@ -337,6 +341,8 @@ class LazyLeases:
                 active.append(g)
             else:
                 dormant.append((cap, g))
+        for cap in empty:
+            del self._dparked[cap]
         while True:
             top = heap[0] if heap else None
             grp = None
