@@ -223,6 +223,8 @@ class DallyPolicy(BasePolicy):
     # per (level, GPU demand): the efficiencies of its waiting jobs, sorted
     # (the least says whether the class holds a challenger for a bound)
     _cls_effs: dict[tuple[Level, int], list[float]] = field(default_factory=dict, repr=False)
+    # ``_levels_for`` by bound, while no class's least efficiency changes
+    _levels_memo: dict[float, tuple[float, float, float]] = field(default_factory=dict, repr=False)
     # (tuner version, time) up to which the tuner's timers were last seen to
     # hold for the demands of the asks and of the level classes
     _ask_stable: tuple[int, float] = field(default=(-1, -math.inf), repr=False)
@@ -284,6 +286,7 @@ class DallyPolicy(BasePolicy):
         self._cls_by_gpus.clear()
         self._cls_timers.clear()
         self._cls_effs.clear()
+        self._levels_memo.clear()
         self._ask_stable = (-1, -math.inf)
         self._cls_stable = (-1, -math.inf)
         self._synced_instant = -1
@@ -606,7 +609,10 @@ class DallyPolicy(BasePolicy):
         level = self.allowed_level(view, job)
         efficiency = self._entry[job.index][0]  # frozen while it waits
         self._cls[job.index] = (level, job.gpus, efficiency)
-        insort(self._cls_effs.setdefault((level, job.gpus), []), efficiency)
+        effs = self._cls_effs.setdefault((level, job.gpus), [])
+        insort(effs, efficiency)
+        if effs[0] == efficiency:
+            self._levels_memo.clear()  # a class's least efficiency changed
         counts = self._cls_count.setdefault(level, {})
         counts[job.gpus] = counts.get(job.gpus, 0) + 1
         self._cls_by_gpus.setdefault(job.gpus, set()).add(job.index)
@@ -631,6 +637,8 @@ class DallyPolicy(BasePolicy):
             return
         level, gpus, efficiency = entry
         effs = self._cls_effs[(level, gpus)]
+        if effs[0] == efficiency:
+            self._levels_memo.clear()  # a class's least efficiency may change
         if len(effs) == 1:
             del self._cls_effs[(level, gpus)]  # (``_levels_for`` loops over the classes)
         else:
@@ -694,12 +702,18 @@ class DallyPolicy(BasePolicy):
         expiring job of efficiency bound ``bound`` could lose to (less
         efficient by more than ``margin``, with ``_lease_needs``' rounding):
         the other waiting jobs cannot take its GPUs in the re-offer."""
+        hit = self._levels_memo.get(bound)
+        if hit is not None:
+            return hit
         cut = bound - self.margin + 1e-9
         minima = [math.inf, math.inf, math.inf]
         for (level, gpus), effs in self._cls_effs.items():
             if effs[0] < cut and gpus < minima[level]:
                 minima[level] = gpus
-        return minima[0], minima[1], minima[2]
+        if len(self._levels_memo) > 4096:
+            self._levels_memo.clear()  # (bounds are many: keep it small)
+        got = self._levels_memo[bound] = (minima[0], minima[1], minima[2])
+        return got
 
     def _lease_needs(self, view: EngineView) -> list[tuple[float, int]]:
         """``(threshold, gpus)`` steps for ``set_lease_floor``: an expired job

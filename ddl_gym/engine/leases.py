@@ -46,12 +46,12 @@ jobs is *parked by demand*: it joins the group of its GPU sum ``c``. A
 group keeps its jobs in phase order, not by boundary, so waking it costs no
 rolling: its next boundary after the clock is found next to the clock's
 phase. A group is searched only while ``c`` plus the free GPUs reach the
-demand named for the largest bound near its jobs (raised when a neighbour
+demand named for the largest bound near its jobs (raised when one of them
 is re-rated) and, while the level test holds, while ``c`` GPUs could pass
 that test at the largest free server and rack (so a small job waiting for a
 moment wakes a whole group at once, and its placement puts it back to sleep,
 without moving jobs). A job returns to the main heap when a job near its
-phase starts or it is re-rated.
+phase starts.
 
 The level test itself (``fits``) counts, for jobs of largest bound ``top``,
 only the waiting jobs that could challenge them (the policy's
@@ -199,12 +199,14 @@ class LazyLeases:
 
     def set_bound(self, j: int, bound: float) -> None:
         """Job ``j``'s efficiency stays at or below ``bound`` until its next
-        re-rate. A parked running job gets a fresh heap entry (its new bound
-        may interest the policy); one on the main heap keeps its entry (the
-        bound is read when it reaches the top)."""
+        re-rate. A job parked by bound gets a fresh heap entry if the bound
+        rose (it may now interest the policy); one on the main heap keeps its
+        entry (the bound is read when it reaches the top); one parked by
+        demand stays in its group, whose ``top`` (like its neighbours'
+        groups') is raised to the new bound."""
         old = self.bound.get(j, math.inf)
         self.bound[j] = bound
-        if j in self.at and (j in self._dparked_of or j in self._bparked):
+        if bound > old and j in self._bparked and j in self.at:
             self._push(j, self.at[j])
         # (a bound no higher than before keeps every group's ``top`` true)
         if bound > old and self._dparked_of and j in self._phase_of:
