@@ -80,26 +80,37 @@ class _Window:
     samples: deque = field(default_factory=deque)  # (time placed, wait in leases)
     total: float = 0.0
     total_sq: float = 0.0
+    _spread: int | None = field(default=None, repr=False)  # None: to compute
 
     def add(self, t: float, wait: float) -> None:
         self.samples.append((t, wait))
         self.total += wait
         self.total_sq += wait * wait
+        self._spread = None
 
     def drop_before(self, horizon: float) -> None:
-        while self.samples and self.samples[0][0] < horizon:
-            _, wait = self.samples.popleft()
-            self.total -= wait
-            self.total_sq -= wait * wait
+        samples = self.samples
+        if samples and samples[0][0] < horizon:
+            self._spread = None
+            while samples and samples[0][0] < horizon:
+                _, wait = samples.popleft()
+                self.total -= wait
+                self.total_sq -= wait * wait
 
     def spread(self) -> int:
-        """``ceil(mean + 2 std)`` (population std); an empty window counts as 1."""
+        """``ceil(mean + 2 std)`` (population std); an empty window counts as
+        1. Kept until a sample comes or goes (the other level's window is
+        asked again after every placement)."""
+        if self._spread is not None:
+            return self._spread
         n = len(self.samples)
         if not n:
+            self._spread = 1
             return 1
         mean = self.total / n
         std = math.sqrt(max(0.0, self.total_sq / n - mean * mean))
-        return math.ceil(mean + 2.0 * std - 1e-9)
+        self._spread = math.ceil(mean + 2.0 * std - 1e-9)
+        return self._spread
 
 
 @dataclass
@@ -118,7 +129,11 @@ class AutoTuner:
         """A job of ``gpus`` GPUs got a placement of ``level`` after waiting."""
         if level == Level.NETWORK:
             return
-        self.windows.setdefault((gpus, Level(level)), _Window()).add(now, wait_leases)
+        key = (gpus, Level(level))
+        window = self.windows.get(key)
+        if window is None:
+            window = self.windows[key] = _Window()
+        window.add(now, wait_leases)
         self._cache.pop(gpus, None)
         self.version += 1
 

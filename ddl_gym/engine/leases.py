@@ -85,25 +85,19 @@ def roll(b: float, lease_s: float, t: float, strict: bool) -> float:
     binade (and may round) are taken one at a time.
     """
     L = lease_s
-    # the common case: a few single steps reach ``t`` (same sums as below);
-    # far behind, the binade jumps below come first
-    for _ in range(3 if t - b < 4.0 * L else 0):
-        if b > t or (b == t and not strict):
-            return b
-        out = b + L
-        b = out if out > b else math.nextafter(b, math.inf)
     while b < t or (strict and b == t):
-        if b > 0.0:
+        if t - b >= 4.0 * L and b > 0.0:
             ulp = math.ulp(b)
-            top = math.ldexp(1.0, math.frexp(b)[1])  # b < top, same spacing below
             if (L / ulp).is_integer():
                 # stay clear of t and of the binade's top by a step: the
                 # single steps below finish the job exactly
+                top = math.ldexp(1.0, math.frexp(b)[1])  # b < top, same spacing below
                 k = min(math.floor((t - b) / L), math.floor((top - b) / L)) - 1
                 if k >= 1:
                     b = b + k * L  # exact: every partial sum is representable
                     continue
-        b = _step(b, L)
+        out = b + L  # ``_step`` inlined (the common case: a step or two)
+        b = out if out > b else math.nextafter(b, math.inf)
     return b
 
 
