@@ -432,3 +432,49 @@ def test_a_wake_up_whose_test_says_no_makes_no_instant():
     assert engine.now == 30.0 and engine.events_now == [("wake", -1), ("wake", -1)]
     assert seen == [10.0, 20.0]
     assert not engine._wake_tests
+
+
+@pytest.mark.parametrize("enabled_before", [True, False])
+def test_run_policy_pauses_the_cyclic_gc_and_puts_it_back(enabled_before):
+    # the collector is off inside the run, as it was after it; results do
+    # not depend on it
+    import gc
+
+    from ddl_gym.baselines import make_policy
+
+    from ddl_gym.engine import run_policy
+    from ddl_gym.traces import synthetic_trace
+
+    trace = synthetic_trace(n_jobs=60, seed=3)
+    seen = []
+
+    class Watch:
+        def __init__(self):
+            self.inner = make_policy("dally")
+
+        def engine_kwargs(self):
+            return self.inner.engine_kwargs()
+
+        def reset(self, view, seed=None):
+            self.inner.reset(view, seed=seed)
+
+        def act(self, view):
+            seen.append(gc.isenabled())
+            return self.inner.act(view)
+
+    summaries = []
+    was = gc.isenabled()
+    try:
+        for pause in (True, False):
+            (gc.enable if enabled_before else gc.disable)()
+            policy = Watch()
+            engine = Engine(trace, "seed64", **policy.engine_kwargs())
+            policy.reset(EngineView(engine), seed=0)
+            seen.clear()
+            run_policy(engine, policy, pause_gc=pause)
+            assert gc.isenabled() == enabled_before
+            assert set(seen) == ({False} if pause else {enabled_before})
+            summaries.append(engine.result().summary)
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert summaries[0] == summaries[1]
