@@ -89,13 +89,11 @@ class _Window:
         self._spread = None
 
     def drop_before(self, horizon: float) -> None:
-        samples = self.samples
-        if samples and samples[0][0] < horizon:
+        while self.samples and self.samples[0][0] < horizon:
+            _, wait = self.samples.popleft()
+            self.total -= wait
+            self.total_sq -= wait * wait
             self._spread = None
-            while samples and samples[0][0] < horizon:
-                _, wait = samples.popleft()
-                self.total -= wait
-                self.total_sq -= wait * wait
 
     def spread(self) -> int:
         """``ceil(mean + 2 std)`` (population std); an empty window counts as

@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import warnings
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from ddl_gym.engine.actions import WAIT, Wait
@@ -78,10 +78,10 @@ def cyclic_gc_paused() -> Iterator[None]:
 
     A run allocates millions of short-lived objects and keeps every job, its
     records and the policy's state alive to the end: each full collection
-    walks all of that again, about a tenth of Dally's CPU time at 100k jobs
-    (4 % on the Philly week). What cyclic garbage the run leaves is freed at
-    the next collection after it; peak resident memory at 100k jobs was the
-    same with the collector off (480 vs 476 MiB)."""
+    walks all of that again (4 % of Dally's instructions on the Philly week,
+    by callgrind). What cyclic garbage the run leaves is freed at the next
+    collection after it; peak resident memory at 100k jobs was the same with
+    the collector off (480 vs 476 MiB)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -100,25 +100,18 @@ def run_policy(
     """Drive ``engine`` to the end with ``policy`` (see ``simulate``).
     ``pause_gc``: run with the cyclic garbage collector off
     (:func:`cyclic_gc_paused`; False leaves it alone)."""
-    if pause_gc:
-        with cyclic_gc_paused():
-            _drive(engine, policy, max_actions_per_instant)
-    else:
-        _drive(engine, policy, max_actions_per_instant)
-
-
-def _drive(engine: Engine, policy, max_actions_per_instant: int) -> None:
-    view = EngineView(engine)
-    act = policy.act
-    while not engine.done:
-        for _ in range(max_actions_per_instant):
-            action = act(view)
-            if action is WAIT or isinstance(action, Wait):
-                break
-            engine.apply(action)
-        else:
-            raise RuntimeError(
-                f"policy {type(policy).__name__} took {max_actions_per_instant} actions "
-                f"at t={engine.now} without waiting"
-            )
-        engine.advance()
+    with cyclic_gc_paused() if pause_gc else nullcontext():
+        view = EngineView(engine)
+        act = policy.act
+        while not engine.done:
+            for _ in range(max_actions_per_instant):
+                action = act(view)
+                if action is WAIT or isinstance(action, Wait):
+                    break
+                engine.apply(action)
+            else:
+                raise RuntimeError(
+                    f"policy {type(policy).__name__} took {max_actions_per_instant} actions "
+                    f"at t={engine.now} without waiting"
+                )
+            engine.advance()
