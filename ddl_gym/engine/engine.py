@@ -463,9 +463,13 @@ class Engine:
             job.comm_time += dt * job.exposed / job.t_iter
         job.last_update = now
 
-    def _rate(self, job: Job) -> None:
-        """Recompute a running job's iteration time and its completion event."""
+    def _rate(self, job: Job, rerate: bool = False) -> None:
+        """Recompute a running job's iteration time and its completion event.
+        ``rerate``: the job keeps its placement (an uplink's count changed):
+        if its uplink bandwidth and latency are as last computed, so is its
+        iteration time (only the completion event is renewed)."""
         shape = job.shape
+        same = False
         if self.seed_table is not None:
             ar = 0.0  # unused: the table gives the slowdown directly
         elif shape.r > 1:
@@ -481,16 +485,21 @@ class Engine:
                 bw = share(self.background, busiest)
             else:
                 bw = share(self.background, 1)
-            ar = self.perf.allreduce_time(job.model, shape, bw, self._uplink_alpha)
+            uplink = (bw, self._uplink_alpha)
+            same = rerate and uplink == job.uplink
+            if not same:
+                job.uplink = uplink
+                ar = self.perf.allreduce_time(job.model, shape, bw, self._uplink_alpha)
         else:
             ar = self.perf.allreduce_time(job.model, shape)
-        if self.seed_table is not None:
-            exposed = job.t_compute * (self._seed_slowdown(job) - 1.0)
-        else:
-            exposed = self.perf.exposed_comm(job.model, job.t_compute, ar)
-        job.exposed = exposed
-        job.t_iter = job.t_compute * job.straggle + exposed
-        job.rate = job.gpus / job.t_iter
+        if not same:
+            if self.seed_table is not None:
+                exposed = job.t_compute * (self._seed_slowdown(job) - 1.0)
+            else:
+                exposed = self.perf.exposed_comm(job.model, job.t_compute, ar)
+            job.exposed = exposed
+            job.t_iter = job.t_compute * job.straggle + exposed
+            job.rate = job.gpus / job.t_iter
         if self._lazy is not None:
             self._lazy.set_bound(job.index, self._efficiency_bound(job))
         job.version += 1
@@ -667,7 +676,7 @@ class Engine:
         for j in sorted(affected):  # sorted: same event order on every run
             job = self.jobs[j]
             self._settle(job)
-            self._rate(job)
+            self._rate(job, rerate=True)
 
     def _set_background(self, fraction: float) -> None:
         if fraction == self.background:

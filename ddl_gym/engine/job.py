@@ -35,6 +35,7 @@ class Job:
         "t_iter",
         "straggle",
         "exposed",
+        "uplink",
         "placement",
         "shape",
         "level",
@@ -82,6 +83,10 @@ class Job:
         self.t_iter = t_compute
         self.straggle = 1.0  # compute-time factor of the gang's slowest GPU
         self.exposed = 0.0
+        # (uplink bandwidth, uplink latency) its rate was last computed with
+        # (cross-rack placements only; the engine skips a re-rate's model
+        # evaluation when neither changed)
+        self.uplink: tuple[float, float] | None = None
         self.placement: tuple[tuple[int, int], ...] = ()
         self.shape: Shape | None = None
         self.level: Level | None = None

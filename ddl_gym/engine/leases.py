@@ -325,15 +325,22 @@ class LazyLeases:
         active: list[_PhaseGroup] = []
         dormant: list[tuple[int, _PhaseGroup]] = []
         empty: list[int] = []
+        need_thr = self._need_thr
+        need_gpus = self._need_gpus
         for cap, g in self._dparked.items():
             if not g.entries:
                 empty.append(cap)  # no live member: dropped below
                 continue
             # the demand named for the largest bound near its members
-            if demand and self._need(g.top) > cap + free:
-                continue
+            # (``_need`` inlined, as ``_wake_group``'s test below)
+            if demand:
+                i = bisect_left(need_thr, g.top)
+                if not i or need_gpus[i - 1] > cap + free:
+                    continue
             if caps_fit is None or caps_fit(cap, g.top):
-                self._wake_group(g, now)
+                c = g.cand
+                if c is None or c[0] <= now or token_of.get(c[2]) != c[3]:
+                    self._group_next(g, now)
                 active.append(g)
             else:
                 dormant.append((cap, g))
@@ -496,7 +503,7 @@ class LazyLeases:
         L = self.lease_s
         at = self.at
         token_of = self._token
-        q0 = (self._bucket(ref) - 2) % n
+        q0 = (int(math.fmod(ref, L) * _BUCKETS_PER_S) - 2) % n  # ``_bucket`` inlined
         start = bisect_left(entries, (q0,))
         best: tuple[float, int, int, int] | None = None
         best_q = 0
@@ -579,14 +586,30 @@ class LazyLeases:
         pool = free
         top = -math.inf
         group: list[Job] = []
-        for j in self._sharing(b):
-            job = jobs[j]
-            group.append(job)
-            pool += job.gpus
-            bj = bound.get(j, math.inf)
-            if bj > top:
-                top = bj
-        if self._need(top) > pool:
+        # ``_sharing`` and ``_need`` inlined: this runs for every boundary judged
+        L = self.lease_s
+        at = self.at
+        phase = self._phase
+        n = self._n_phases
+        q = int(math.fmod(b, L) * _BUCKETS_PER_S)
+        for k in (q - 1, q, q + 1) if n >= 3 else self._around(q):
+            members = phase.get(k % n)
+            if not members:
+                continue
+            for j in members:
+                bj = at[j]
+                if bj < b:
+                    bj = roll(bj, L, b, strict=False)
+                    at[j] = bj
+                if bj == b:
+                    job = jobs[j]
+                    group.append(job)
+                    pool += job.gpus
+                    bj = bound.get(j, math.inf)
+                    if bj > top:
+                        top = bj
+        i = bisect_left(self._need_thr, top)
+        if not i or self._need_gpus[i - 1] > pool:
             return True
         if levels and self._fits is not None:
             if b >= self.levels_until and self._relevel is not None:
