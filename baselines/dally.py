@@ -122,6 +122,8 @@ class AutoTuner:
     _cache: dict[int, tuple[tuple[int, int], float]] = field(default_factory=dict, repr=False)
     # bumped by every ``record``: timers change only then or past ``stable_until``
     version: int = field(default=0, repr=False)
+    # the GPU demand of each ``record``, in order (``log[v]`` made version v + 1)
+    log: list[int] = field(default_factory=list, repr=False)
 
     def record(self, gpus: int, level: Level, wait_leases: float, now: float) -> None:
         """A job of ``gpus`` GPUs got a placement of ``level`` after waiting."""
@@ -134,6 +136,7 @@ class AutoTuner:
         window.add(now, wait_leases)
         self._cache.pop(gpus, None)
         self.version += 1
+        self.log.append(gpus)
 
     def stable_until(self, gpus: int) -> float:
         """Until when (a little before, for rounding) the timers last
@@ -143,6 +146,8 @@ class AutoTuner:
         if hit is None:
             return -math.inf
         end = hit[1] + self.window_h * 3600.0
+        if end == math.inf:
+            return math.inf  # no wait in the window: until one is recorded
         return end - (1e-9 * abs(end) + 1e-6)
 
     def spread(self, gpus: int, level: Level, now: float) -> int:
@@ -175,6 +180,55 @@ class AutoTuner:
         timers = (int(rack), int(net))
         self._cache[gpus] = (timers, oldest)
         return timers
+
+
+@dataclass
+class _TunerWatch:
+    """Which GPU demands' auto-tuner timers may have changed since a
+    consumer last looked: those recorded since (the tuner's ``log``) and
+    those past the ``stable_until`` the consumer saw for them (a heap), so
+    that a look costs the changed demands, not every demand."""
+
+    seen: int = 0  # the tuner's version at the last look
+    _due: list[tuple[float, int]] = field(default_factory=list)  # (until, gpus)
+    _until: dict[int, float] = field(default_factory=dict)  # gpus -> its due time
+
+    def quiet(self, tuner: AutoTuner, now: float) -> bool:
+        """Whether no timer the consumer watches may have changed."""
+        return self.seen == tuner.version and (not self._due or now < self._due[0][0])
+
+    def until(self) -> float:
+        """Until when nothing watched changes if nothing is recorded."""
+        return self._due[0][0] if self._due else math.inf
+
+    def changed(self, tuner: AutoTuner, now: float) -> set[int]:
+        """The demands to look at again (each then ``watch``ed anew)."""
+        out = set(tuner.log[self.seen :])
+        self.seen = tuner.version
+        due = self._due
+        until = self._until
+        while due and due[0][0] <= now:
+            u, gpus = heapq.heappop(due)
+            if until.get(gpus) == u:
+                del until[gpus]
+                out.add(gpus)
+        return out
+
+    def watch(self, gpus: int, until: float) -> None:
+        """Timers of ``gpus`` seen to hold until ``until`` (the earliest
+        such time counts until the demand is looked at again)."""
+        if until < self._until.get(gpus, math.inf):
+            self._until[gpus] = until
+            heapq.heappush(self._due, (until, gpus))
+            if len(self._due) > 2 * len(self._until) + 64:
+                # drop superseded entries (they pile up while nothing is due)
+                self._due = [(u, g) for g, u in self._until.items()]
+                heapq.heapify(self._due)
+
+    def clear(self) -> None:
+        self.seen = 0
+        self._due.clear()
+        self._until.clear()
 
 
 def _level_of(placement: list[tuple[int, int]], servers_per_rack: int) -> Level:
@@ -238,10 +292,10 @@ class DallyPolicy(BasePolicy):
     _cls_effs: dict[tuple[Level, int], list[float]] = field(default_factory=dict, repr=False)
     # ``_levels_for`` by bound, while no class's least efficiency changes
     _levels_memo: dict[float, tuple[float, float, float]] = field(default_factory=dict, repr=False)
-    # (tuner version, time) up to which the tuner's timers were last seen to
-    # hold for the demands of the asks and of the level classes
-    _ask_stable: tuple[int, float] = field(default=(-1, -math.inf), repr=False)
-    _cls_stable: tuple[int, float] = field(default=(-1, -math.inf), repr=False)
+    # the demands whose auto-tuner timers may have changed since the asks
+    # and the level classes last looked
+    _ask_watch: _TunerWatch = field(default_factory=_TunerWatch, repr=False)
+    _cls_watch: _TunerWatch = field(default_factory=_TunerWatch, repr=False)
     _synced_instant: int = field(default=-1, repr=False)
     # wake-up asks: jobs that joined the queue since the last ask, and per GPU
     # demand the waiting jobs asked for and the timers they were asked with
@@ -300,8 +354,8 @@ class DallyPolicy(BasePolicy):
         self._cls_timers.clear()
         self._cls_effs.clear()
         self._levels_memo.clear()
-        self._ask_stable = (-1, -math.inf)
-        self._cls_stable = (-1, -math.inf)
+        self._ask_watch.clear()
+        self._cls_watch.clear()
         self._synced_instant = -1
         self._fresh.clear()
         self._asked_by_gpus.clear()
@@ -344,14 +398,17 @@ class DallyPolicy(BasePolicy):
                 self._ask(view, job)
         now = view.now
         tuner = self.tuner
-        seen, until = self._ask_stable
+        watch = self._ask_watch
         # no timer changed since the last look (nothing recorded, no wait
-        # left a window): every ask still holds
-        if self.auto_tune and not (seen == tuner.version and now < until):
-            until = math.inf
+        # left a window): every ask still holds; else only the demands whose
+        # timers may have changed are looked at
+        if self.auto_tune and not watch.quiet(tuner, now):
+            changed = watch.changed(tuner, now)
             for gpus, members in self._asked_by_gpus.items():
+                if gpus not in changed:
+                    continue
                 timers = self.tuner_timers(gpus, now)
-                until = min(until, tuner.stable_until(gpus))
+                watch.watch(gpus, tuner.stable_until(gpus))
                 if timers == self._timers_by_gpus.get(gpus):
                     continue
                 self._timers_by_gpus[gpus] = timers
@@ -361,7 +418,6 @@ class DallyPolicy(BasePolicy):
                         del members[index]
                     else:
                         self._ask(view, job)
-            self._ask_stable = (tuner.version, until)
 
     def tuner_timers(self, gpus: int, now: float) -> tuple[float, float]:
         """The auto-tuner's timers for a demand of ``gpus`` GPUs; the history
@@ -376,8 +432,7 @@ class DallyPolicy(BasePolicy):
         self._asked_by_gpus.setdefault(job.gpus, {})[job.index] = None
         rack_timer, network_timer = self.timers(job, view.now)
         if self.auto_tune:  # asked with these timers: look again when they may change
-            seen, until = self._ask_stable
-            self._ask_stable = (seen, min(until, self.tuner.stable_until(job.gpus)))
+            self._ask_watch.watch(job.gpus, self.tuner.stable_until(job.gpus))
         asked = (job.queued_since, rack_timer, network_timer)
         if self._asked.get(job.index) == asked:
             return  # same timers since the same resource change: done
@@ -631,8 +686,7 @@ class DallyPolicy(BasePolicy):
         self._cls_by_gpus.setdefault(job.gpus, set()).add(job.index)
         if self.auto_tune:  # classed with these timers: look again when they may change
             self.timers(job, view.now)
-            seen, until = self._cls_stable
-            self._cls_stable = (seen, min(until, self.tuner.stable_until(job.gpus)))
+            self._cls_watch.watch(job.gpus, self.tuner.stable_until(job.gpus))
         if level == Level.NETWORK:
             return  # the widest: waiting longer changes nothing
         rack_timer, network_timer = self.timers(job, view.now)
@@ -676,22 +730,22 @@ class DallyPolicy(BasePolicy):
                 self._classify(view, job)
         until = math.inf
         tuner = self.tuner
-        if self.auto_tune:
-            seen, stable = self._cls_stable
-            if not (seen == tuner.version and now < stable):
-                for gpus, members in self._cls_by_gpus.items():
-                    if not members:
-                        continue
-                    timers = tuner.timers(gpus, now)
-                    if self._cls_timers.get(gpus) != timers:
-                        self._cls_timers[gpus] = timers
-                        for index in list(members):
-                            self._unclassify(index)
-                            self._classify(view, view.job(index))
-                    # the timers hold while nothing is recorded and no wait
-                    # leaves the window
-                    until = min(until, tuner.stable_until(gpus))
-                self._cls_stable = (tuner.version, until)
+        watch = self._cls_watch
+        if self.auto_tune and not watch.quiet(tuner, now):
+            # only the demands whose timers may have changed (see ``_ask_wakeups``)
+            changed = watch.changed(tuner, now)
+            for gpus, members in self._cls_by_gpus.items():
+                if not members or gpus not in changed:
+                    continue
+                timers = tuner.timers(gpus, now)
+                # the timers hold while nothing is recorded and no wait
+                # leaves the window
+                watch.watch(gpus, tuner.stable_until(gpus))
+                if self._cls_timers.get(gpus) != timers:
+                    self._cls_timers[gpus] = timers
+                    for index in list(members):
+                        self._unclassify(index)
+                        self._classify(view, view.job(index))
         due = self._cls_due
         while due and due[0][0] <= now:
             _, index, since = heapq.heappop(due)
@@ -699,8 +753,8 @@ class DallyPolicy(BasePolicy):
             if index in self._cls and job.queued_since == since:
                 self._unclassify(index)
                 self._classify(view, job)
-        if self.auto_tune:  # classifying may have lowered it
-            until = self._cls_stable[1]
+        if self.auto_tune:  # (classifying may have lowered it)
+            until = watch.until()
         if due:
             until = min(until, due[0][0])
         counts = self._cls_count
@@ -850,10 +904,8 @@ class DallyPolicy(BasePolicy):
             return False
         if self._fresh or self._joining or self._losers:
             return True
-        if self.auto_tune:
-            seen, until = self._ask_stable
-            if not (seen == self.tuner.version and view.now < until):
-                return True
+        if self.auto_tune and not self._ask_watch.quiet(self.tuner, view.now):
+            return True
         fit = self._first_fit(view)
         if fit is not None:
             # the instant goes ahead with nothing changed in between: its

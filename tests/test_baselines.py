@@ -134,6 +134,36 @@ def test_auto_tuner_matches_the_formula():
     assert small.timers(1, now=0.0) == (8, 10)
 
 
+def test_tuner_watch_names_the_recorded_and_the_expired_demands():
+    from ddl_gym.baselines.dally import _TunerWatch
+
+    day = 24 * 3600.0
+    tuner = AutoTuner(window_h=24.0)
+    watch = _TunerWatch()
+    assert watch.quiet(tuner, 0.0) and watch.until() == math.inf
+    tuner.record(4, Level.MACHINE, 2.0, now=100.0)
+    tuner.record(8, Level.RACK, 3.0, now=200.0)
+    assert not watch.quiet(tuner, 300.0)
+    assert watch.changed(tuner, 300.0) == {4, 8}
+    assert watch.quiet(tuner, 300.0)  # nothing since
+    for gpus in (4, 8):
+        tuner.timers(gpus, 300.0)
+        watch.watch(gpus, tuner.stable_until(gpus))
+    # each demand holds until its oldest wait leaves the window
+    assert 100.0 + day - 1e-3 < watch.until() < 100.0 + day
+    assert watch.quiet(tuner, 100.0 + day - 1.0)
+    assert not watch.quiet(tuner, 100.0 + day)
+    assert watch.changed(tuner, 100.0 + day) == {4}  # 8's wait is still in
+    assert watch.changed(tuner, 200.0 + day) == {8}
+    # an earlier time seen for a demand counts; a later one does not replace it
+    watch.watch(2, 50.0)
+    watch.watch(2, 60.0)
+    assert watch.until() == 50.0 and watch.changed(tuner, 50.0) == {2}
+    # a demand with no wait in its window holds until one is recorded
+    tuner.timers(16, 0.0)
+    assert tuner.stable_until(16) == math.inf
+
+
 def test_auto_tuned_dally_uses_tuned_timers():
     # empty history: timers 6 / 12 leases, so X waits 6 leases for a rack
     pol = make_policy("dally", preempt=False)
