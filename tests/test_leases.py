@@ -9,7 +9,7 @@ import pytest
 from ddl_gym.baselines import make_policy
 
 from ddl_gym.engine import Engine, EngineView, Place, Wait, run_policy, simulate
-from ddl_gym.engine.leases import roll
+from ddl_gym.engine.leases import _band, _band_ceiling, roll
 from ddl_gym.topology import Cluster
 from ddl_gym.traces import synthetic_trace
 from tests.helpers import make_trace
@@ -42,6 +42,19 @@ def test_roll_equals_one_addition_at_a_time(L):
     on = naive_roll(b, L, b + 50 * L, strict=False)
     assert roll(b, L, on, strict=False) == on
     assert roll(b, L, on, strict=True) == on + L
+
+
+def test_band_edges_hold_every_bound_of_the_band():
+    # a demand group's ``top`` stays below its band's ceiling: the search
+    # stops at the first band whose ceiling names too many GPUs
+    rng = np.random.default_rng(0)
+    edges = np.arange(0, 66) / 64
+    tops = np.concatenate([rng.random(2000), edges, edges + 1e-9, np.nextafter(edges, -1)])
+    for top in map(float, tops[tops >= 0]):
+        band = _band(top)
+        assert top < _band_ceiling(band)
+        assert band == 0 or _band_ceiling(band - 1) <= top
+    assert _band_ceiling(_band(math.inf)) == math.inf
 
 
 def test_lazy_leases_report_expiries_only_while_a_job_waits():

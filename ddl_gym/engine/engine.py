@@ -463,13 +463,9 @@ class Engine:
             job.comm_time += dt * job.exposed / job.t_iter
         job.last_update = now
 
-    def _rate(self, job: Job, rerate: bool = False) -> None:
-        """Recompute a running job's iteration time and its completion event.
-        ``rerate``: the job keeps its placement (an uplink's count changed):
-        if its uplink bandwidth and latency are as last computed, so is its
-        iteration time (only the completion event is renewed)."""
+    def _rate(self, job: Job) -> None:
+        """Recompute a running job's iteration time and its completion event."""
         shape = job.shape
-        same = False
         if self.seed_table is not None:
             ar = 0.0  # unused: the table gives the slowdown directly
         elif shape.r > 1:
@@ -485,21 +481,22 @@ class Engine:
                 bw = share(self.background, busiest)
             else:
                 bw = share(self.background, 1)
-            uplink = (bw, self._uplink_alpha)
-            same = rerate and uplink == job.uplink
-            if not same:
-                job.uplink = uplink
-                ar = self.perf.allreduce_time(job.model, shape, bw, self._uplink_alpha)
+            job.uplink = (bw, self._uplink_alpha)
+            ar = self.perf.allreduce_time(job.model, shape, bw, self._uplink_alpha)
         else:
             ar = self.perf.allreduce_time(job.model, shape)
-        if not same:
-            if self.seed_table is not None:
-                exposed = job.t_compute * (self._seed_slowdown(job) - 1.0)
-            else:
-                exposed = self.perf.exposed_comm(job.model, job.t_compute, ar)
-            job.exposed = exposed
-            job.t_iter = job.t_compute * job.straggle + exposed
-            job.rate = job.gpus / job.t_iter
+        if self.seed_table is not None:
+            exposed = job.t_compute * (self._seed_slowdown(job) - 1.0)
+        else:
+            exposed = self.perf.exposed_comm(job.model, job.t_compute, ar)
+        job.exposed = exposed
+        job.t_iter = job.t_compute * job.straggle + exposed
+        job.rate = job.gpus / job.t_iter
+        self._renew(job)
+
+    def _renew(self, job: Job) -> None:
+        """A running job's completion event (and efficiency bound) from its
+        iteration time and its progress settled to now."""
         if self._lazy is not None:
             self._lazy.set_bound(job.index, self._efficiency_bound(job))
         job.version += 1
@@ -673,10 +670,26 @@ class Engine:
         for r in racks:
             affected |= self.uplink_jobs[r]
         affected.discard(skip)
+        jobs = self.jobs
+        uplinks = self.uplink_jobs
+        share = self.perf.uplink_share
+        background = self.background
+        alpha = self._uplink_alpha
         for j in sorted(affected):  # sorted: same event order on every run
-            job = self.jobs[j]
+            job = jobs[j]
             self._settle(job)
-            self._rate(job, rerate=True)
+            # (as ``_rate`` finds them) a job whose uplink bandwidth and
+            # latency are as when its iteration time was last computed keeps
+            # that iteration time: only its completion event is renewed; with
+            # the seed's table the time never depends on the uplinks
+            if self.seed_table is not None:
+                self._renew(job)
+                continue
+            busiest = max(len(uplinks[r]) for r in job.racks) if self.contention else 1
+            if job.uplink == (share(background, busiest), alpha):
+                self._renew(job)
+            else:
+                self._rate(job)
 
     def _set_background(self, fraction: float) -> None:
         if fraction == self.background:

@@ -42,16 +42,21 @@ until then), and the jobs that share a boundary are found by phase, as
 ``expire_at`` finds them. A job whose GPUs, plus those of every running job
 within two phase buckets of it (all that can ever share a boundary with it)
 and the free ones, hold no demand named for the largest bound among those
-jobs is *parked by demand*: it joins the group of its GPU sum ``c``. A
+jobs is *parked by demand*: it joins the group of its GPU sum ``c`` and
+of that largest bound's band (1/64 wide; a group's jobs then need about the
+same demand, and a group whose band's top edge names more GPUs than ``c``
+plus the free ones is not looked at, nor are the lower bands). A
 group keeps its jobs in phase order, not by boundary, so waking it costs no
 rolling: its next boundary after the clock is found next to the clock's
 phase. A group is searched only while ``c`` plus the free GPUs reach the
 demand named for the largest bound near its jobs (raised when one of them
-is re-rated) and, while the level test holds, while ``c`` GPUs could pass
+is re-rated; a job whose neighbour rises above the band goes back to the
+main heap) and, while the level test holds, while ``c`` GPUs could pass
 that test at the largest free server and rack (so a small job waiting for a
 moment wakes a whole group at once, and its placement puts it back to sleep,
-without moving jobs). A job returns to the main heap when a job near its
-phase starts.
+without moving jobs), and only if its next boundary comes before the next
+other event. A job returns to the main heap when a job near its phase
+starts.
 
 The level test itself (``fits``) counts, for jobs of largest bound ``top``,
 only the waiting jobs that could challenge them (the policy's
@@ -72,6 +77,21 @@ from ddl_gym.engine.job import Job
 # Phase buckets: 2**-20 s (about 1 us) is far wider than the rounding drift of
 # a boundary sequence (a few ulps of the largest time) and exact to scale by.
 _BUCKETS_PER_S = float(2**20)
+# Demand groups are split by the largest efficiency bound near their jobs, in
+# bands this wide: a group whose bound is too low for the demand test is not
+# searched (one group holding every bound was searched for its best job, and
+# its other jobs' boundaries failed the test one by one)
+_BANDS = 64
+_INF_BAND = 1 << 30  # jobs with no bound (every expiry interests the policy)
+
+
+def _band(top: float) -> int:
+    return _INF_BAND if top == math.inf else max(0, math.floor(top * _BANDS))
+
+
+def _band_ceiling(band: int) -> float:
+    """Above every bound of the band (its top edge, not reached by rounding)."""
+    return math.inf if band == _INF_BAND else (band + 1) / _BANDS
 
 
 def roll(b: float, lease_s: float, t: float, strict: bool) -> float:
@@ -123,8 +143,11 @@ class _PhaseGroup:
     cand: tuple[float, int, int, int] | None = None
     cand_q: int = 0
     # at least the largest efficiency bound of any job that may share a
-    # boundary with a member (raised by ``set_bound`` of a neighbour)
+    # boundary with a member (raised by ``set_bound`` of a neighbour), and
+    # below ``ceiling``, its band's top edge (a member whose neighbour rises
+    # above it leaves the group)
     top: float = -math.inf
+    ceiling: float = math.inf
 
 
 class LazyLeases:
@@ -177,8 +200,11 @@ class LazyLeases:
         # demand test: thresholds ascending, the smallest demand above each
         self._need_thr: list[float] = []
         self._need_gpus: list[int] = []
-        # parked by demand: GPU sum near the job -> its jobs in phase order
-        self._dparked: dict[int, _PhaseGroup] = {}
+        # parked by demand: (GPU sum near the job, band of the largest bound
+        # near it) -> its jobs in phase order; per GPU sum, its bands'
+        # groups in descending band order
+        self._dparked: dict[tuple[int, int], _PhaseGroup] = {}
+        self._dbands: dict[int, list[tuple[int, _PhaseGroup]]] = {}
         self._dparked_of: dict[int, int] = {}  # j -> its token while parked by demand
         self._dparked_group: dict[int, _PhaseGroup] = {}  # j -> its group (while in ``of``)
 
@@ -197,7 +223,8 @@ class LazyLeases:
         rose (it may now interest the policy); one on the main heap keeps its
         entry (the bound is read when it reaches the top); one parked by
         demand stays in its group, whose ``top`` (like its neighbours'
-        groups') is raised to the new bound."""
+        groups') is raised to the new bound, unless that leaves the group's
+        band: the neighbour then goes back on the main heap."""
         old = self.bound.get(j, math.inf)
         self.bound[j] = bound
         if bound > old and j in self._bparked and j in self.at:
@@ -215,7 +242,10 @@ class LazyLeases:
                     if m in of:
                         group = group_of[m]
                         if bound > group.top:
-                            group.top = bound
+                            if bound < group.ceiling:
+                                group.top = bound
+                            else:  # out of its band: back on the main heap
+                                self._push(m, self.at[m])
 
     def set_floor(
         self,
@@ -294,7 +324,9 @@ class LazyLeases:
     def next_after(
         self, now: float, jobs: list[Job], before: float = -math.inf, free: int = 0
     ) -> float | None:
-        """The earliest boundary ``> now`` of any running job (None: none).
+        """The earliest boundary ``> now`` of any running job (None: none);
+        if none comes before ``before``, some boundary at or after it, or
+        None (demand groups are not searched past ``before``).
 
         With a demand test (``set_floor``'s ``needs``), boundaries earlier
         than ``before`` (the next other event; by default none) whose jobs'
@@ -324,28 +356,39 @@ class LazyLeases:
             caps_until = self.levels_until
         active: list[_PhaseGroup] = []
         dormant: list[tuple[int, _PhaseGroup]] = []
-        empty: list[int] = []
+        empty = False
         need_thr = self._need_thr
         need_gpus = self._need_gpus
-        for cap, g in self._dparked.items():
-            if not g.entries:
-                empty.append(cap)  # no live member: dropped below
-                continue
-            # the demand named for the largest bound near its members
-            # (``_need`` inlined, as ``_wake_group``'s test below)
-            if demand:
-                i = bisect_left(need_thr, g.top)
-                if not i or need_gpus[i - 1] > cap + free:
+        for cap, bands in self._dbands.items():
+            pool = cap + free
+            for _, g in bands:
+                if not g.entries:
+                    empty = True  # no live member: dropped below
                     continue
-            if caps_fit is None or caps_fit(cap, g.top):
                 c = g.cand
-                if c is None or c[0] <= now or token_of.get(c[2]) != c[3]:
-                    self._group_next(g, now)
-                active.append(g)
-            else:
-                dormant.append((cap, g))
-        for cap in empty:
-            del self._dparked[cap]
+                if c is not None and now < c[0] and before <= c[0] and now < before:
+                    if token_of.get(c[2]) == c[3]:
+                        continue  # its next boundary is past the search's end
+                if demand:
+                    # the demand named for the largest bound near its members
+                    # (``_need`` inlined, as ``_wake_group``'s test below);
+                    # the band's top edge bounds it: if even that names more
+                    # GPUs than the group holds, so do the lower bands
+                    i = bisect_left(need_thr, g.ceiling)
+                    if not i or need_gpus[i - 1] > pool:
+                        break
+                    i = bisect_left(need_thr, g.top)
+                    if not i or need_gpus[i - 1] > pool:
+                        continue
+                if caps_fit is None or caps_fit(cap, g.top):
+                    c = g.cand
+                    if c is None or c[0] <= now or token_of.get(c[2]) != c[3]:
+                        self._group_next(g, now)
+                    active.append(g)
+                else:
+                    dormant.append((cap, g))
+        if empty:
+            self._drop_empty_groups()
         while True:
             top = heap[0] if heap else None
             grp = None
@@ -410,18 +453,20 @@ class LazyLeases:
             if true == b:
                 if not demand or b >= before:
                     return b
-                if b != judged:
-                    judged = b
-                    passed = self._too_few(b, jobs, free, True)
-                if not passed:
+                if b == judged and not passed:
                     return b
                 cap, top_bound = self._near(j, jobs)
                 if self._need(top_bound) > cap + free:
-                    # no boundary of it can interest the policy for now
+                    # no boundary of it can interest the policy for now (nor
+                    # this one: the jobs that share it are all near ``j``,
+                    # so it fails ``_too_few``'s first test)
+                    judged = b
+                    passed = True
                     heapq.heappop(heap)
-                    group = self._dparked.get(cap)
+                    band = _band(top_bound)
+                    group = self._dparked.get((cap, band))
                     if group is None:
-                        group = self._dparked[cap] = _PhaseGroup()
+                        group = self._new_group(cap, band)
                     insort(group.entries, (self._phase_of[j], seq, j, token))
                     self._dparked_of[j] = token
                     self._dparked_group[j] = group
@@ -434,9 +479,31 @@ class LazyLeases:
                     if len(group.entries) > 2 * len(self._dparked_of) + self.stale_slack:
                         self._drop_stale_parked()
                     continue
+                if b != judged:
+                    judged = b
+                    passed = self._too_few(b, jobs, free, True)
+                if not passed:
+                    return b
                 true = _step(b, L)  # this boundary makes no instant
                 self.at[j] = true
             heapq.heapreplace(heap, (true, seq, j, token))
+
+    def _new_group(self, cap: int, band: int) -> _PhaseGroup:
+        group = self._dparked[(cap, band)] = _PhaseGroup(ceiling=_band_ceiling(band))
+        bands = self._dbands.setdefault(cap, [])
+        bands.append((band, group))
+        bands.sort(key=lambda bg: -bg[0])
+        return group
+
+    def _drop_empty_groups(self) -> None:
+        for key in [key for key, g in self._dparked.items() if not g.entries]:
+            del self._dparked[key]
+        for cap in list(self._dbands):
+            bands = [(band, g) for band, g in self._dbands[cap] if g.entries]
+            if bands:
+                self._dbands[cap] = bands
+            else:
+                del self._dbands[cap]
 
     def _wake_group(self, group: _PhaseGroup, ref: float) -> None:
         """Make sure ``group.cand`` is its earliest boundary ``> ref`` (one
