@@ -162,6 +162,12 @@ def register_bench(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--scale-jobs", default=None, help="--scale job counts (default 10000,30000,100000)"
     )
+    p.add_argument(
+        "--scale-repeat",
+        type=int,
+        default=1,
+        help="--scale: fresh processes per case, the least CPU time reported",
+    )
     p.add_argument("--policies", default=None, help="--philly/--scale policies (default: all)")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run_bench)
@@ -172,6 +178,7 @@ def run_bench(args: argparse.Namespace) -> int:
         from ddl_gym import bench
 
         argv = ["--philly"] * args.philly + ["--scale"] * args.scale
+        argv += ["--repeat", str(args.repeat), "--scale-repeat", str(args.scale_repeat)]
         if args.scale_jobs:
             argv += ["--jobs", args.scale_jobs]
         if args.policies:

@@ -349,26 +349,32 @@ class LazyLeases:
         # and sleeps (``dormant``) until the search gets there; the level test
         # is then brought up to that time and the sleeping groups looked at
         # again.
-        caps_fit = None
+        caps_fit = None  # built when first needed
         caps_until = -math.inf
-        if demand and self._caps_fit is not None and now < before and now < self.levels_until:
-            caps_fit = self._caps_fit()
+        use_caps = (
+            demand and self._caps_fit is not None and now < before and now < self.levels_until
+        )
+        if use_caps:
             caps_until = self.levels_until
         active: list[_PhaseGroup] = []
         dormant: list[tuple[int, _PhaseGroup]] = []
         empty = False
         need_thr = self._need_thr
         need_gpus = self._need_gpus
+        # a group's ``cand`` (its earliest boundary after some time, no later
+        # than now, when it was found) bounds its next boundary from below
+        # even if that job has left since: a group whose ``cand`` lies at or
+        # past ``before`` holds no boundary the search gets to
+        horizon = before if now < before else math.inf
         for cap, bands in self._dbands.items():
             pool = cap + free
             for _, g in bands:
+                c = g.cand
+                if c is not None and c[0] >= horizon:
+                    continue
                 if not g.entries:
                     empty = True  # no live member: dropped below
                     continue
-                c = g.cand
-                if c is not None and now < c[0] and before <= c[0] and now < before:
-                    if token_of.get(c[2]) == c[3]:
-                        continue  # its next boundary is past the search's end
                 if demand:
                     # the demand named for the largest bound near its members
                     # (``_need`` inlined, as ``_wake_group``'s test below);
@@ -380,8 +386,9 @@ class LazyLeases:
                     i = bisect_left(need_thr, g.top)
                     if not i or need_gpus[i - 1] > pool:
                         continue
+                if use_caps and caps_fit is None:
+                    caps_fit = self._caps_fit()
                 if caps_fit is None or caps_fit(cap, g.top):
-                    c = g.cand
                     if c is None or c[0] <= now or token_of.get(c[2]) != c[3]:
                         self._group_next(g, now)
                     active.append(g)
