@@ -675,17 +675,25 @@ class Engine:
         share = self.perf.uplink_share
         background = self.background
         alpha = self._uplink_alpha
+        contention = self.contention
+        table = self.seed_table is not None
         for j in sorted(affected):  # sorted: same event order on every run
             job = jobs[j]
             self._settle(job)
-            # (as ``_rate`` finds them) a job whose uplink bandwidth and
-            # latency are as when its iteration time was last computed keeps
-            # that iteration time: only its completion event is renewed; with
-            # the seed's table the time never depends on the uplinks
-            if self.seed_table is not None:
+            # a job whose uplink bandwidth and latency (found as ``_rate``
+            # finds them) are as when its iteration time was last computed
+            # keeps that iteration time: only its completion event is
+            # renewed; with the seed's table the time never depends on them
+            if table:
                 self._renew(job)
                 continue
-            busiest = max(len(uplinks[r]) for r in job.racks) if self.contention else 1
+            busiest = 1
+            if contention:
+                busiest = 0
+                for r in job.racks:
+                    n = len(uplinks[r])
+                    if n > busiest:
+                        busiest = n
             if job.uplink == (share(background, busiest), alpha):
                 self._renew(job)
             else:
