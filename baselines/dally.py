@@ -49,7 +49,7 @@ import heapq
 import math
 from bisect import bisect_left, insort
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -229,6 +229,55 @@ class _TunerWatch:
         self.seen = 0
         self._due.clear()
         self._until.clear()
+
+
+class _DryPool:
+    """The GPUs a re-offer hands out, on paper: the engine's free counts
+    with the servers and racks that changed noted apart (a few per
+    re-offer), never copied whole unless the packer needs more than one
+    server."""
+
+    def __init__(self, view: EngineView) -> None:
+        self.view = view
+        self.free = view.free_per_server  # the engine's lists: read, never written
+        self.rack_free = view.free_per_rack
+        self.S = view.cluster.servers_per_rack
+        self.G = view.cluster.gpus_per_server
+        self.server: dict[int, int] = {}  # server -> free GPUs, where changed
+        self.rack: dict[int, int] = {}
+
+    def give(self, held: Iterable[tuple[int, int]], sign: int = 1) -> None:
+        """``(server, gpus)`` pairs join the pool (``sign`` -1: leave it)."""
+        S = self.S
+        server = self.server
+        rack = self.rack
+        for srv, g in held:
+            server[srv] = server.get(srv, self.free[srv]) + sign * g
+            r = srv // S
+            rack[r] = rack.get(r, self.rack_free[r]) + sign * g
+
+    def take(self, held: Iterable[tuple[int, int]]) -> None:
+        self.give(held, -1)
+
+    def on(self, srv: int) -> int:
+        return self.server.get(srv, self.free[srv])
+
+    def find(self, gpus: int, level: Level) -> list[tuple[int, int]] | None:
+        """``find_placement`` on the pool: its one-server step through the
+        engine's index, the rest on copies."""
+        if gpus <= self.G:
+            srv = self.view.best_fit_server(gpus, self.server)
+            if srv is not None:
+                return [(srv, gpus)]
+        if level == Level.MACHINE:
+            return None
+        pool = list(self.free)
+        for srv, f in self.server.items():
+            pool[srv] = f
+        rack_pool = list(self.rack_free)
+        for r, f in self.rack.items():
+            rack_pool[r] = f
+        return find_placement(pool, rack_pool, self.S, self.G, gpus, level)
 
 
 def _level_of(placement: list[tuple[int, int]], servers_per_rack: int) -> Level:
@@ -554,16 +603,12 @@ class DallyPolicy(BasePolicy):
         # On a small cluster copying the pool costs less than the test.
         top_server: float = -1  # computed when first needed
         top_rack: float = -1
-        pool: list[int] | None = None  # per server and rack, built on demand
-        rack_pool: list[int] = []
+        pool: _DryPool | None = None  # built on demand
         if cluster.num_servers <= _QUICK_FIT_SERVERS:
             top_server = top_rack = math.inf  # no test: every demand may fit
-            pool = list(view.free_per_server)
-            rack_pool = list(view.free_per_rack)
+            pool = _DryPool(view)
             for job in expired:
-                for srv, g in job.placement:
-                    pool[srv] += g
-                    rack_pool[srv // S] += g
+                pool.give(job.placement)
             add_srv: dict[int, int] = {}  # unused: the pool is built
             add_rack: dict[int, int] = {}
         else:
@@ -604,23 +649,15 @@ class DallyPolicy(BasePolicy):
                             continue
                     if pool is None:
                         # the free GPUs plus the expired jobs', less the kept ones'
-                        # (``find_placement`` reads them, as ``placement_on`` would)
-                        pool = list(view.free_per_server)
-                        rack_pool = list(view.free_per_rack)
-                        for srv, g in add_srv.items():
-                            pool[srv] += g
-                            rack_pool[srv // S] += g
+                        pool = _DryPool(view)
+                        pool.give(add_srv.items())
                         for other in kept:
-                            for srv, g in other.placement:
-                                pool[srv] -= g
-                                rack_pool[srv // S] -= g
-                    fits[key] = find_placement(pool, rack_pool, S, G, gpus, level)
+                            pool.take(other.placement)
+                    fits[key] = pool.find(gpus, level)
                 placement = fits[key]
                 if placement is not None:
                     assert pool is not None
-                    for srv, g in placement:
-                        pool[srv] -= g
-                        rack_pool[srv // S] -= g
+                    pool.take(placement)
                     pool_total -= gpus
                     fits.clear()
             if pool is None:
@@ -628,10 +665,8 @@ class DallyPolicy(BasePolicy):
                 kept.append(incumbent)
                 pool_total -= incumbent.gpus
                 fits.clear()
-            elif all(pool[srv] >= g for srv, g in incumbent.placement):
-                for srv, g in incumbent.placement:
-                    pool[srv] -= g
-                    rack_pool[srv // S] -= g
+            elif all(pool.on(srv) >= g for srv, g in incumbent.placement):
+                pool.take(incumbent.placement)
                 pool_total -= incumbent.gpus
                 fits.clear()
             else:

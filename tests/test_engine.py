@@ -178,6 +178,29 @@ def test_free_index_gives_the_packers_placement():
         assert sorted(s for b in index.by_free for s in b) == list(range(racks * S))
 
 
+def test_free_index_best_fit_with_changed_servers_is_the_packers_first_step():
+    """``FreeIndex.best_fit`` (a dry run's one-server choice, with some
+    servers' free counts replaced) answers as ``find_placement`` on a copy
+    of the counts with those replaced, for every size up to a server."""
+    import random
+
+    rng = random.Random(3)
+    S, G, racks = 4, 8, 4
+    for _ in range(300):
+        free = [rng.randint(0, G) for _ in range(S * racks)]
+        rack_free = [sum(free[r * S : (r + 1) * S]) for r in range(racks)]
+        index = FreeIndex(free, rack_free, S, G)
+        changed = {s: rng.randint(0, G) for s in rng.sample(range(S * racks), rng.randint(0, 6))}
+        pool = list(free)
+        for s, f in changed.items():
+            pool[s] = f
+        pool_racks = [sum(pool[r * S : (r + 1) * S]) for r in range(racks)]
+        for gpus in range(1, G + 1):
+            want = find_placement(pool, pool_racks, S, G, gpus, Level.MACHINE)
+            got = index.best_fit(gpus, changed)
+            assert (None if got is None else [(got, gpus)]) == want, (free, changed, gpus)
+
+
 def test_invalid_actions_change_nothing():
     cluster = Cluster(1, 1, 2, toy_fabric())
     trace = make_trace([("x", 0.0, 2, "resnet18", 10.0, 1.0), ("y", 0.0, 2, "resnet18", 4.0, 1.0)])

@@ -177,6 +177,30 @@ class FreeIndex:
                 return f
         return 0
 
+    def best_fit(self, gpus: int, changed: dict[int, int]) -> int | None:
+        """``find_placement``'s step 1 (``gpus`` at most a server's GPUs) on
+        the indexed free counts with ``changed`` (server -> free GPUs) in
+        place of theirs: the server with the fewest free GPUs that still hold
+        ``gpus``, the lowest index on ties; None if none does. For dry runs
+        that change a few servers: no copy, no scan of every server."""
+        # the lowest changed server per free count that holds the job
+        lowest: dict[int, int] = {}
+        for s, f in changed.items():
+            if f >= gpus and s < lowest.get(f, 1 << 62):
+                lowest[f] = s
+        by_free = self.by_free
+        for f in range(gpus, self.G + 1):
+            best = lowest.get(f, -1)
+            for s in by_free[f]:
+                if best >= 0 and s > best:
+                    break
+                if s not in changed:
+                    best = s
+                    break
+            if best >= 0:
+                return best
+        return None
+
     def move(self, server: int, old: int, new: int) -> None:
         """Server ``server`` went from ``old`` to ``new`` free GPUs."""
         bucket = self.by_free[old]

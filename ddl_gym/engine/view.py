@@ -144,6 +144,12 @@ class EngineView:
         """The most free GPUs on any one server."""
         return self._engine._free_index.largest()
 
+    def best_fit_server(self, gpus: int, changed: dict[int, int]) -> int | None:
+        """The packer's one-server choice for ``gpus`` GPUs (at most a
+        server's) if the servers of ``changed`` had its free counts instead
+        (``FreeIndex.best_fit``); None: no server holds them."""
+        return self._engine._free_index.best_fit(gpus, changed)
+
     def free_index(self) -> FreeIndex:
         """A copy of the engine's packer index (its own copies of the free
         GPUs per server and rack) for dry-run placements: ``move`` servers'
