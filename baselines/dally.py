@@ -600,7 +600,7 @@ class DallyPolicy(BasePolicy):
         # does not fit them at its level, by the packer's own tests (one
         # server, one rack, or the total at network level), never fits and
         # needs no packer run; the pool itself is built when one may fit.
-        # On a small cluster copying the pool costs less than the test.
+        # On a small cluster building the pool at once costs less than the test.
         top_server: float = -1  # computed when first needed
         top_rack: float = -1
         pool: _DryPool | None = None  # built on demand

@@ -469,20 +469,8 @@ class Engine:
         if self.seed_table is not None:
             ar = 0.0  # unused: the table gives the slowdown directly
         elif shape.r > 1:
-            share = self.perf.uplink_share
-            if self.contention:
-                # the share falls with the count: the busiest uplink's is the least
-                uplinks = self.uplink_jobs
-                busiest = 0
-                for r in job.racks:
-                    n = len(uplinks[r])
-                    if n > busiest:
-                        busiest = n
-                bw = share(self.background, busiest)
-            else:
-                bw = share(self.background, 1)
-            job.uplink = (bw, self._uplink_alpha)
-            ar = self.perf.allreduce_time(job.model, shape, bw, self._uplink_alpha)
+            job.uplink = bw, alpha = self._uplink(job)
+            ar = self.perf.allreduce_time(job.model, shape, bw, alpha)
         else:
             ar = self.perf.allreduce_time(job.model, shape)
         if self.seed_table is not None:
@@ -493,6 +481,18 @@ class Engine:
         job.t_iter = job.t_compute * job.straggle + exposed
         job.rate = job.gpus / job.t_iter
         self._renew(job)
+
+    def _uplink(self, job: Job) -> tuple[float, float]:
+        """(bandwidth, latency) a cross-rack job gets on its uplinks now."""
+        busiest = 1
+        if self.contention:
+            # the share falls with the count: the busiest uplink's is the least
+            uplinks = self.uplink_jobs
+            for r in job.racks:
+                n = len(uplinks[r])
+                if n > busiest:
+                    busiest = n
+        return self.perf.uplink_share(self.background, busiest), self._uplink_alpha
 
     def _renew(self, job: Job) -> None:
         """A running job's completion event (and efficiency bound) from its
@@ -670,31 +670,15 @@ class Engine:
         for r in racks:
             affected |= self.uplink_jobs[r]
         affected.discard(skip)
-        jobs = self.jobs
-        uplinks = self.uplink_jobs
-        share = self.perf.uplink_share
-        background = self.background
-        alpha = self._uplink_alpha
-        contention = self.contention
         table = self.seed_table is not None
         for j in sorted(affected):  # sorted: same event order on every run
-            job = jobs[j]
+            job = self.jobs[j]
             self._settle(job)
-            # a job whose uplink bandwidth and latency (found as ``_rate``
-            # finds them) are as when its iteration time was last computed
-            # keeps that iteration time: only its completion event is
-            # renewed; with the seed's table the time never depends on them
-            if table:
-                self._renew(job)
-                continue
-            busiest = 1
-            if contention:
-                busiest = 0
-                for r in job.racks:
-                    n = len(uplinks[r])
-                    if n > busiest:
-                        busiest = n
-            if job.uplink == (share(background, busiest), alpha):
+            # a job whose uplink bandwidth and latency are as when its
+            # iteration time was last computed keeps that iteration time:
+            # only its completion event is renewed; with the seed's table
+            # the time never depends on them
+            if table or job.uplink == self._uplink(job):
                 self._renew(job)
             else:
                 self._rate(job)
