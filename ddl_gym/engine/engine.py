@@ -666,22 +666,79 @@ class Engine:
         return fits
 
     def _rerate_uplinks(self, racks: Sequence[int], skip: int = -1) -> None:
+        """Re-rate the cross-rack jobs on ``racks``' uplinks (one started or
+        stopped there). Every one is settled and gets a fresh completion
+        event; only one whose uplink bandwidth or latency changed has its
+        iteration time recomputed (with the seed's table it never depends on
+        them). ``_settle``, ``_uplink`` and ``_renew`` are inlined: at scale
+        this loop is a large part of every policy's run."""
+        uplink_jobs = self.uplink_jobs
         affected: set[int] = set()
         for r in racks:
-            affected |= self.uplink_jobs[r]
+            affected |= uplink_jobs[r]
         affected.discard(skip)
+        if not affected:
+            return
+        jobs = self.jobs
+        now = self.now
+        lazy = self._lazy
+        bounds = lazy.bound if lazy is not None else None
         table = self.seed_table is not None
+        contention = self.contention
+        share = self.perf.uplink_share
+        background = self.background
+        alpha = self._uplink_alpha
+        share_of: dict[int, float] = {}  # busiest-uplink count -> bandwidth
+        heap = self._heap
+        push = heapq.heappush
         for j in sorted(affected):  # sorted: same event order on every run
-            job = self.jobs[j]
-            self._settle(job)
-            # a job whose uplink bandwidth and latency are as when its
-            # iteration time was last computed keeps that iteration time:
-            # only its completion event is renewed; with the seed's table
-            # the time never depends on them
-            if table or job.uplink == self._uplink(job):
-                self._renew(job)
-            else:
-                self._rate(job)
+            job = jobs[j]
+            # -- settle (as ``_settle``)
+            start = job.last_update
+            busy_until = job.busy_until
+            if busy_until > start:
+                upto = min(now, busy_until)
+                job.overhead_time += upto - start
+                start = upto
+            dt = now - start
+            if dt > 0:
+                job.progress = min(job.iterations, job.progress + job.rate * dt)
+                job.compute_time += dt * job.t_compute / job.t_iter
+                job.comm_time += dt * job.exposed / job.t_iter
+            job.last_update = now
+            if not table:
+                # -- the uplink it gets now (as ``_uplink``)
+                busiest = 1
+                if contention:
+                    for r in job.racks:
+                        n = len(uplink_jobs[r])
+                        if n > busiest:
+                            busiest = n
+                bw = share_of.get(busiest)
+                if bw is None:
+                    bw = share_of[busiest] = share(background, busiest)
+                uplink = job.uplink
+                if uplink is None or uplink[0] != bw or uplink[1] != alpha:
+                    self._rate(job)
+                    continue
+            # -- same iteration time: a fresh completion event (as ``_renew``)
+            if bounds is not None:
+                busy = job.compute_time + job.comm_time
+                eff = job.compute_time / busy if busy > 0 else 0.0
+                per_iter = job.t_compute + job.exposed
+                limit = job.t_compute / per_iter if per_iter > 0 else 0.0
+                bound = max(eff, limit) + 1e-9
+                if bound > bounds.get(j, math.inf):
+                    lazy.set_bound(j, bound)
+                else:
+                    bounds[j] = bound
+            job.version += 1
+            begin = max(now, busy_until)
+            finish = begin + (job.iterations - job.progress) / job.rate
+            self._seq += 1
+            push(heap, (finish, COMPLETION, self._seq, j, job.version))
+        if len(heap) > self._compact_at:
+            self._compact()
 
     def _set_background(self, fraction: float) -> None:
         if fraction == self.background:
