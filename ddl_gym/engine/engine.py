@@ -182,6 +182,10 @@ class Engine:
         self._heap: list[tuple[float, int, int, int, int]] = []
         self._seq = 0
         self._compact_at = 4096
+        # live completion events per time: a re-rate that leaves a job's
+        # finish time as it was keeps its event unless another job's is due
+        # at that very time (their order, by push, could then change)
+        self._finishing: dict[float, int] = {}
         self._tick_at: float | None = None
         # wake-ups asked with a test (their heap sequence number -> the test)
         self._wake_tests: dict[int, Callable[[], bool]] = {}
@@ -496,13 +500,42 @@ class Engine:
 
     def _renew(self, job: Job) -> None:
         """A running job's completion event (and efficiency bound) from its
-        iteration time and its progress settled to now."""
+        iteration time and its progress settled to now. The event stands if
+        its time did not move (most re-rates of an unchanged rate) and no
+        other job's is due at that very time; else a new one replaces it."""
         if self._lazy is not None:
             self._lazy.set_bound(job.index, self._efficiency_bound(job))
-        job.version += 1
         begin = max(self.now, job.busy_until)
         finish = begin + (job.iterations - job.progress) / job.rate
+        if finish != job.finish or self._finishing[finish] != 1:
+            self._push_finish(job, finish)
+
+    def _push_finish(self, job: Job, finish: float) -> None:
+        """A fresh completion event of a running job at ``finish`` (its
+        older one goes stale)."""
+        counts = self._finishing
+        old = job.finish
+        if finish != old:
+            if old == old:  # (not nan: it had one)
+                n = counts[old]
+                if n == 1:
+                    del counts[old]
+                else:
+                    counts[old] = n - 1
+            counts[finish] = counts.get(finish, 0) + 1
+            job.finish = finish
+        job.version += 1
         self._push(finish, COMPLETION, job.index, job.version)
+
+    def _drop_finish(self, job: Job) -> None:
+        """The job stopped: its completion event goes stale."""
+        job.version += 1
+        n = self._finishing[job.finish]
+        if n == 1:
+            del self._finishing[job.finish]
+        else:
+            self._finishing[job.finish] = n - 1
+        job.finish = math.nan
 
     def _seed_slowdown(self, job: Job) -> float:
         from ddl_gym.seed_astra import SEED_GPUS_PER_SLOT, compact_counts
@@ -667,11 +700,12 @@ class Engine:
 
     def _rerate_uplinks(self, racks: Sequence[int], skip: int = -1) -> None:
         """Re-rate the cross-rack jobs on ``racks``' uplinks (one started or
-        stopped there). Every one is settled and gets a fresh completion
-        event; only one whose uplink bandwidth or latency changed has its
-        iteration time recomputed (with the seed's table it never depends on
-        them). ``_settle``, ``_uplink`` and ``_renew`` are inlined: at scale
-        this loop is a large part of every policy's run."""
+        stopped there). Every one is settled and its finish time computed
+        again (a new event only if that moved, see ``_renew``); only one whose
+        uplink bandwidth or latency changed has its iteration time recomputed
+        (with the seed's table it never depends on them). ``_settle``,
+        ``_uplink`` and ``_renew`` are inlined: at scale this loop is a large
+        part of every policy's run."""
         uplink_jobs = self.uplink_jobs
         affected: set[int] = set()
         for r in racks:
@@ -689,8 +723,7 @@ class Engine:
         background = self.background
         alpha = self._uplink_alpha
         share_of: dict[int, float] = {}  # busiest-uplink count -> bandwidth
-        heap = self._heap
-        push = heapq.heappush
+        finishing = self._finishing
         for j in sorted(affected):  # sorted: same event order on every run
             job = jobs[j]
             # -- settle (as ``_settle``)
@@ -732,13 +765,11 @@ class Engine:
                     lazy.set_bound(j, bound)
                 else:
                     bounds[j] = bound
-            job.version += 1
             begin = max(now, busy_until)
             finish = begin + (job.iterations - job.progress) / job.rate
-            self._seq += 1
-            push(heap, (finish, COMPLETION, self._seq, j, job.version))
-        if len(heap) > self._compact_at:
-            self._compact()
+            # the same finish time (most re-rates): its event stands
+            if finish != job.finish or finishing[finish] != 1:
+                self._push_finish(job, finish)
 
     def _set_background(self, fraction: float) -> None:
         if fraction == self.background:
@@ -878,7 +909,7 @@ class Engine:
         job.run_time += held
         job.attained += held * job.gpus
         del self.running[job.index]
-        job.version += 1  # drops its completion event
+        self._drop_finish(job)
         job.lease_version += 1
         if self._lazy is not None:
             self._lazy.stop(job)

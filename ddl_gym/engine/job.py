@@ -36,6 +36,7 @@ class Job:
         "straggle",
         "exposed",
         "uplink",
+        "finish",
         "placement",
         "shape",
         "level",
@@ -87,6 +88,7 @@ class Job:
         # (cross-rack placements only; the engine skips a re-rate's model
         # evaluation when neither changed)
         self.uplink: tuple[float, float] | None = None
+        self.finish = float("nan")  # time of its live completion event (nan: none)
         self.placement: tuple[tuple[int, int], ...] = ()
         self.shape: Shape | None = None
         self.level: Level | None = None
