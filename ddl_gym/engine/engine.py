@@ -513,16 +513,10 @@ class Engine:
     def _push_finish(self, job: Job, finish: float) -> None:
         """A fresh completion event of a running job at ``finish`` (its
         older one goes stale)."""
-        counts = self._finishing
-        old = job.finish
-        if finish != old:
-            if old == old:  # (not nan: it had one)
-                n = counts[old]
-                if n == 1:
-                    del counts[old]
-                else:
-                    counts[old] = n - 1
-            counts[finish] = counts.get(finish, 0) + 1
+        if finish != job.finish:
+            if job.finish == job.finish:  # (not nan: it had one)
+                self._uncount_finish(job.finish)
+            self._finishing[finish] = self._finishing.get(finish, 0) + 1
             job.finish = finish
         job.version += 1
         self._push(finish, COMPLETION, job.index, job.version)
@@ -530,12 +524,16 @@ class Engine:
     def _drop_finish(self, job: Job) -> None:
         """The job stopped: its completion event goes stale."""
         job.version += 1
-        n = self._finishing[job.finish]
-        if n == 1:
-            del self._finishing[job.finish]
-        else:
-            self._finishing[job.finish] = n - 1
+        self._uncount_finish(job.finish)
         job.finish = math.nan
+
+    def _uncount_finish(self, t: float) -> None:
+        """One live completion event at ``t`` fewer."""
+        n = self._finishing[t]
+        if n == 1:
+            del self._finishing[t]
+        else:
+            self._finishing[t] = n - 1
 
     def _seed_slowdown(self, job: Job) -> float:
         from ddl_gym.seed_astra import SEED_GPUS_PER_SLOT, compact_counts
@@ -703,9 +701,9 @@ class Engine:
         stopped there). Every one is settled and its finish time computed
         again (a new event only if that moved, see ``_renew``); only one whose
         uplink bandwidth or latency changed has its iteration time recomputed
-        (with the seed's table it never depends on them). ``_settle``,
-        ``_uplink`` and ``_renew`` are inlined: at scale this loop is a large
-        part of every policy's run."""
+        (with the seed's table it never depends on them). The uplink test is
+        ``_uplink`` inlined, the share computed once per busiest-uplink count:
+        at scale this loop is a large part of every policy's run."""
         uplink_jobs = self.uplink_jobs
         affected: set[int] = set()
         for r in racks:
@@ -714,33 +712,17 @@ class Engine:
         if not affected:
             return
         jobs = self.jobs
-        now = self.now
-        lazy = self._lazy
-        bounds = lazy.bound if lazy is not None else None
         table = self.seed_table is not None
         contention = self.contention
         share = self.perf.uplink_share
         background = self.background
         alpha = self._uplink_alpha
         share_of: dict[int, float] = {}  # busiest-uplink count -> bandwidth
-        finishing = self._finishing
         for j in sorted(affected):  # sorted: same event order on every run
             job = jobs[j]
-            # -- settle (as ``_settle``)
-            start = job.last_update
-            busy_until = job.busy_until
-            if busy_until > start:
-                upto = min(now, busy_until)
-                job.overhead_time += upto - start
-                start = upto
-            dt = now - start
-            if dt > 0:
-                job.progress = min(job.iterations, job.progress + job.rate * dt)
-                job.compute_time += dt * job.t_compute / job.t_iter
-                job.comm_time += dt * job.exposed / job.t_iter
-            job.last_update = now
+            self._settle(job)
             if not table:
-                # -- the uplink it gets now (as ``_uplink``)
+                # the uplink it gets now (as ``_uplink``, the share cached)
                 busiest = 1
                 if contention:
                     for r in job.racks:
@@ -754,22 +736,7 @@ class Engine:
                 if uplink is None or uplink[0] != bw or uplink[1] != alpha:
                     self._rate(job)
                     continue
-            # -- same iteration time: a fresh completion event (as ``_renew``)
-            if bounds is not None:
-                busy = job.compute_time + job.comm_time
-                eff = job.compute_time / busy if busy > 0 else 0.0
-                per_iter = job.t_compute + job.exposed
-                limit = job.t_compute / per_iter if per_iter > 0 else 0.0
-                bound = max(eff, limit) + 1e-9
-                if bound > bounds.get(j, math.inf):
-                    lazy.set_bound(j, bound)
-                else:
-                    bounds[j] = bound
-            begin = max(now, busy_until)
-            finish = begin + (job.iterations - job.progress) / job.rate
-            # the same finish time (most re-rates): its event stands
-            if finish != job.finish or finishing[finish] != 1:
-                self._push_finish(job, finish)
+            self._renew(job)  # same iteration time
 
     def _set_background(self, fraction: float) -> None:
         if fraction == self.background:
