@@ -403,6 +403,9 @@ class Engine:
         moves to ``t`` without an instant."""
         heap = self._heap
         tests = self._wake_tests
+        first = heap[0]
+        if first[1] != WAKE or first[2] not in tests:
+            return False  # (the common case, an arrival or completion: no pop)
         lazy = self._lazy
         entries = []
         while heap and heap[0][0] == t:
