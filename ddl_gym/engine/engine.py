@@ -33,7 +33,7 @@ from ddl_gym.engine.actions import Action, InvalidAction, Place, Preempt, Wait
 from ddl_gym.engine.job import Job, Status
 from ddl_gym.engine.leases import LazyLeases
 from ddl_gym.engine.metrics import Result, build_result
-from ddl_gym.engine.packer import FreeIndex, gpus_held
+from ddl_gym.engine.packer import FreeIndex
 from ddl_gym.perf import Level, PerfModel, shape_of
 from ddl_gym.profiles import get_profile
 from ddl_gym.topology import Cluster, Congestion, get_cluster, get_congestion
@@ -640,39 +640,51 @@ class Engine:
         self._lease_levels = levels[:3]
         return levels[3]
 
-    def _lease_fits(self, jobs: list[Job], top: float = math.inf) -> bool:
+    def _lease_fits(self, jobs: list[Job], top: float = math.inf, pool: int | None = None) -> bool:
         """Whether a waiting demand of ``set_lease_floor``'s ``levels`` fits
         the free GPUs plus those of ``jobs`` (running), by the packer's own
         tests: a server (machine level), a rack (rack level; it also holds
         every one-server placement) or the cluster (network level). With the
         policy's ``levels_for``, only the demands that could challenge jobs of
-        largest efficiency bound ``top`` count."""
+        largest efficiency bound ``top`` count. ``pool``: the free GPUs plus
+        the jobs' (the caller's count, if it has one)."""
         levels_for = self._lease_levels_for
         if levels_for is not None:
             machine, rack, network = levels_for(top)
         else:
             machine, rack, network = self._lease_levels
-        pool = self.total_free + sum(job.gpus for job in jobs)
+        if pool is None:
+            pool = self.total_free
+            for job in jobs:
+                pool += job.gpus
         if network <= pool:
             return True
-        free = self.free
-        rack_free = self.rack_free
-        add_server, add_rack = gpus_held(
-            (job.placement for job in jobs), self.cluster.servers_per_rack
-        )
+        S = self.cluster.servers_per_rack
         if rack <= pool:
-            top = max(rack_free)
+            # the largest rack once the jobs' GPUs are back (``gpus_held`` inlined)
+            rack_free = self.rack_free
+            add_rack: dict[int, int] = {}
+            for job in jobs:
+                for server, g in job.placement:
+                    r = server // S
+                    add_rack[r] = add_rack.get(r, 0) + g
+            best = max(rack_free)
             for r, g in add_rack.items():
-                if rack_free[r] + g > top:
-                    top = rack_free[r] + g
-            if rack <= top:
+                if rack_free[r] + g > best:
+                    best = rack_free[r] + g
+            if rack <= best:
                 return True
         if machine <= pool:
-            top = self._free_index.largest()
+            free = self.free
+            add_server: dict[int, int] = {}
+            for job in jobs:
+                for server, g in job.placement:
+                    add_server[server] = add_server.get(server, 0) + g
+            best = self._free_index.largest()
             for server, g in add_server.items():
-                if free[server] + g > top:
-                    top = free[server] + g
-            if machine <= top:
+                if free[server] + g > best:
+                    best = free[server] + g
+            if machine <= best:
                 return True
         return False
 

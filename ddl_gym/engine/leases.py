@@ -165,15 +165,16 @@ class LazyLeases:
     def __init__(
         self,
         lease_s: float,
-        fits: Callable[[list[Job], float], bool] | None = None,
+        fits: Callable[[list[Job], float, int], bool] | None = None,
         caps_fit: Callable[[], Callable[[int, float], bool]] | None = None,
         matters: Callable[[float, list[Job]], bool] | None = None,
         relevel: Callable[[float], float] | None = None,
     ) -> None:
         self.lease_s = lease_s
-        # fits(jobs, top): whether a waiting demand of the policy's level test
-        # (for jobs whose largest efficiency bound is ``top``) may fit the free
-        # GPUs plus those of ``jobs`` (the engine's packer tests)
+        # fits(jobs, top, pool): whether a waiting demand of the policy's level
+        # test (for jobs whose largest efficiency bound is ``top``) may fit the
+        # free GPUs plus those of ``jobs``, ``pool`` in all (the engine's packer
+        # tests)
         self._fits = fits
         # caps_fit()(c, top): whether some jobs holding ``c`` GPUs in all, of
         # largest bound ``top``, may pass ``fits`` at best (a relaxation of
@@ -603,8 +604,9 @@ class LazyLeases:
             if best is None or b < best[0] or (b == best[0] and seq < best[1]):
                 best = (b, seq, j, token)
                 best_q = q
-        for i in sorted(stale, reverse=True):
-            del entries[i]
+        if stale:
+            for i in sorted(stale, reverse=True):
+                del entries[i]
         if best is not None:
             group.cand = best
             group.cand_q = best_q
@@ -688,7 +690,7 @@ class LazyLeases:
         if levels and self._fits is not None:
             if b >= self.levels_until and self._relevel is not None:
                 self.levels_until = self._relevel(b)
-            if b < self.levels_until and not self._fits(group, top):
+            if b < self.levels_until and not self._fits(group, top, pool):
                 return True
         return self._matters is not None and not self._matters(b, group)
 
