@@ -617,8 +617,18 @@ class DallyPolicy(BasePolicy):
         # the pool only changes when someone takes GPUs: memoise the packer
         fits: dict[tuple[int, Level], list[tuple[int, int]] | None] = {}
         losers: list[int] = []
+        # servers some challenger took GPUs on: once no challenger is left,
+        # an incumbent on none of them keeps its GPUs (what it gave is still
+        # there: incumbents take back only their own), and the pool is not
+        # read again, so it need not take them back
+        touched: set[int] = set()
         # incumbents win ties, so they go first
         for inc_eff, _, _, incumbent in offered:
+            if not heads and pool is not None:
+                if not touched:
+                    break  # nobody took anything: every incumbent left keeps
+                if all(srv not in touched for srv, _ in incumbent.placement):
+                    continue
             while heads and heads[0][0][0] < inc_eff - margin:
                 entry, i, gpus, same = heads[0]
                 if gpus > pool_total:
@@ -658,6 +668,7 @@ class DallyPolicy(BasePolicy):
                 if placement is not None:
                     assert pool is not None
                     pool.take(placement)
+                    touched.update(srv for srv, _ in placement)
                     pool_total -= gpus
                     fits.clear()
             if pool is None:
