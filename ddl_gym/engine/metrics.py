@@ -98,7 +98,7 @@ def summarize(jobs: pd.DataFrame, series: pd.DataFrame, num_gpus: int) -> dict[s
 
 def build_result(engine) -> Result:
     # column by column: a frame of row tuples converts every column through
-    # object arrays (a third of the result's build time at 100k jobs)
+    # object arrays (a quarter of the result's build time at 100k jobs)
     jobs_ = engine.jobs
     names = {level.value: level.name.lower() for level in Level}
     per_level = [j.starts_per_level for j in jobs_]
