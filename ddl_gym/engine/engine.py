@@ -33,7 +33,7 @@ from ddl_gym.engine.actions import Action, InvalidAction, Place, Preempt, Wait
 from ddl_gym.engine.job import Job, Status
 from ddl_gym.engine.leases import LazyLeases
 from ddl_gym.engine.metrics import Result, build_result
-from ddl_gym.engine.packer import FreeIndex
+from ddl_gym.engine.packer import FreeIndex, gpus_held
 from ddl_gym.perf import Level, PerfModel, shape_of
 from ddl_gym.profiles import get_profile
 from ddl_gym.topology import Cluster, Congestion, get_cluster, get_congestion
@@ -659,15 +659,12 @@ class Engine:
                 pool += job.gpus
         if network <= pool:
             return True
-        S = self.cluster.servers_per_rack
+        free = self.free
+        rack_free = self.rack_free
+        add_server, add_rack = gpus_held(
+            (job.placement for job in jobs), self.cluster.servers_per_rack
+        )
         if rack <= pool:
-            # the largest rack once the jobs' GPUs are back (``gpus_held`` inlined)
-            rack_free = self.rack_free
-            add_rack: dict[int, int] = {}
-            for job in jobs:
-                for server, g in job.placement:
-                    r = server // S
-                    add_rack[r] = add_rack.get(r, 0) + g
             best = max(rack_free)
             for r, g in add_rack.items():
                 if rack_free[r] + g > best:
@@ -675,11 +672,6 @@ class Engine:
             if rack <= best:
                 return True
         if machine <= pool:
-            free = self.free
-            add_server: dict[int, int] = {}
-            for job in jobs:
-                for server, g in job.placement:
-                    add_server[server] = add_server.get(server, 0) + g
             best = self._free_index.largest()
             for server, g in add_server.items():
                 if free[server] + g > best:
