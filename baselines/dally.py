@@ -309,14 +309,13 @@ class DallyPolicy(BasePolicy):
     _losers: list[int] = field(default_factory=list, repr=False)
     _planned_at: float = field(default=-math.inf, repr=False)
     _asked: dict[int, tuple[float, float, float]] = field(default_factory=dict, repr=False)
-    # the waiting jobs as sorted (efficiency, arrival, index): a waiting job's
-    # efficiency is frozen, so entries are inserted when a job joins the queue
-    # (arrival, this policy's preemption) and removed when it is placed;
-    # ``_entry`` maps index -> entry, ``_demand`` the waiting jobs per GPU
-    # demand, sorted the same way (the smallest demand bounds who can take a
-    # pool, and passes that skip jobs too large merge the lists they need
-    # instead of scanning a long queue)
-    _sorted: list[tuple[float, float, int]] = field(default_factory=list, repr=False)
+    # the waiting jobs as (efficiency, arrival, index) entries, best first: a
+    # waiting job's efficiency is frozen, so an entry is made when a job joins
+    # the queue (arrival, this policy's preemption) and dropped when it is
+    # placed; ``_entry`` maps index -> entry, ``_demand`` holds the entries
+    # per GPU demand, each list sorted (the queue order is their merge: the
+    # smallest demand bounds who can take a pool, and passes that skip jobs
+    # too large merge the lists they need instead of scanning a long queue)
     _entry: dict[int, tuple[float, float, int]] = field(default_factory=dict, repr=False)
     _demand: dict[int, list[tuple[float, float, int]]] = field(default_factory=dict, repr=False)
     _joining: list[int] = field(default_factory=list, repr=False)
@@ -325,7 +324,6 @@ class DallyPolicy(BasePolicy):
     _changes: int = field(default=0, repr=False)
     _needs_at: int = field(default=-1, repr=False)
     _needs: list[tuple[float, int]] = field(default_factory=list, repr=False)
-    _needs_pos: list[int] = field(default_factory=list, repr=False)  # queue position of each
     # the engine's level test: each waiting job's level (``allowed_level``)
     # and GPU demand as counted, counts per level and demand, when each
     # job's level may next change, jobs not classified yet, and per demand
@@ -387,14 +385,12 @@ class DallyPolicy(BasePolicy):
         self._losers = []
         self._planned_at = -math.inf
         self._asked.clear()
-        self._sorted = []
         self._entry.clear()
         self._demand.clear()
         self._joining.clear()
         self._changes = 0
         self._needs_at = -1
         self._needs = []
-        self._needs_pos = []
         self._cls.clear()
         self._cls_count.clear()
         self._cls_due.clear()
@@ -491,17 +487,11 @@ class DallyPolicy(BasePolicy):
             self._wake.at(view, job.queued_since + timer * self.lease_s, self._matters)
 
     # -- layer 2: re-offer expired leases by efficiency ---------------------
-    def _queue(self, view: EngineView) -> list[tuple[float, float, int]]:
-        """Waiting jobs as ``(efficiency, arrival, index)``, best first (kept
-        up to date by ``_sync``)."""
-        return self._sorted
-
     def _enqueue(self, job: Job) -> None:
         if job.index in self._entry:
             return
         entry = (job.efficiency, job.arrival, job.index)
         self._entry[job.index] = entry
-        insort(self._sorted, entry)
         self._changes += 1
         insort(self._demand.setdefault(job.gpus, []), entry)
         self._fresh.append(job.index)
@@ -511,7 +501,6 @@ class DallyPolicy(BasePolicy):
         entry = self._entry.pop(job.index, None)
         if entry is None:
             return
-        del self._sorted[bisect_left(self._sorted, entry)]
         self._changes += 1
         self._unclassify(job.index)
         same = self._demand[job.gpus]
@@ -534,33 +523,11 @@ class DallyPolicy(BasePolicy):
             if job.status == Status.PENDING:
                 self._enqueue(job)
         self._joining.clear()
-        if len(self._sorted) != len(view.pending):
-            for job in list(view.job(e[2]) for e in self._sorted):
+        if len(self._entry) != len(view.pending):
+            for job in [view.job(index) for index in self._entry]:
                 self._dequeue(job)
             for job in view.pending:
                 self._enqueue(job)
-
-    def _least(self, queue: list[tuple[float, float, int]], n: int, view: EngineView) -> int:
-        """The smallest GPU demand among the first ``n`` waiting jobs (from
-        the prefix minima of ``_lease_needs`` while the queue is as then, else
-        by a scan)."""
-        if self._needs_at != self._changes:
-            return self._least_scan(queue, n, view)
-        i = bisect_left(self._needs_pos, n)  # steps within the first n jobs
-        return self._needs[i - 1][1] if i else math.inf
-
-    def _least_scan(self, queue: list[tuple[float, float, int]], n: int, view: EngineView) -> int:
-        """``_least`` by a scan of the queue (the reference for tests)."""
-        smallest = min(self._demand)  # no job asks fewer: stop there
-        least = math.inf
-        jobs = view.jobs
-        for i in range(n):
-            gpus = jobs[queue[i][2]].gpus
-            if gpus < least:
-                least = gpus
-                if least == smallest:
-                    break
-        return least
 
     def _reoffer(self, view: EngineView, lease_expired: list[Job]) -> list[int]:
         """Jobs of ``lease_expired`` that lose their GPUs in the re-offer."""
@@ -569,19 +536,15 @@ class DallyPolicy(BasePolicy):
         expired = [j for j in lease_expired if j.status == Status.RUNNING and j.busy_until <= now]
         if not expired:
             return []
-        queue = self._queue(view)
-        pool_total = view.total_free + sum(j.gpus for j in expired)
+        pool_total = view.total_free
+        for job in expired:
+            pool_total += job.gpus
         if min(self._demand) > pool_total:
             return []  # not even the smallest waiting job fits the whole pool
         margin = self.margin
         efficiency = view.efficiency
         offered = sorted([(efficiency(j), j.arrival, j.index, j) for j in expired])
         cut = (offered[-1][0] - margin, -math.inf, -1)  # challengers come before
-        n_challengers = bisect_left(queue, cut)
-        if not n_challengers:
-            return []
-        if self._least(queue, n_challengers, view) > pool_total:
-            return []  # no challenger fits even the whole pool
         # the challengers, in queue order, merged lazily from the per-demand
         # lists: a demand larger than what is left of the pool is dropped
         # whole (the pool only shrinks), not skipped job by job
@@ -590,6 +553,8 @@ class DallyPolicy(BasePolicy):
             for gpus, same in self._demand.items()
             if gpus <= pool_total and same[0] < cut
         ]
+        if not heads:
+            return []  # no challenger, or none fits even the whole pool
         heapq.heapify(heads)  # (entries are unique: ties never reach the lists)
         jobs = view.jobs
         cluster = view.cluster
@@ -627,7 +592,10 @@ class DallyPolicy(BasePolicy):
             if not heads and pool is not None:
                 if not touched:
                     break  # nobody took anything: every incumbent left keeps
-                if all(srv not in touched for srv, _ in incumbent.placement):
+                for srv, _ in incumbent.placement:
+                    if srv in touched:
+                        break
+                else:
                     continue
             while heads and heads[0][0][0] < inc_eff - margin:
                 entry, i, gpus, same = heads[0]
@@ -676,12 +644,17 @@ class DallyPolicy(BasePolicy):
                 kept.append(incumbent)
                 pool_total -= incumbent.gpus
                 fits.clear()
-            elif all(pool.on(srv) >= g for srv, g in incumbent.placement):
-                pool.take(incumbent.placement)
-                pool_total -= incumbent.gpus
-                fits.clear()
             else:
-                losers.append(incumbent.index)
+                on = pool.server
+                free = pool.free
+                for srv, g in incumbent.placement:
+                    if on.get(srv, free[srv]) < g:  # (``pool.on`` inlined)
+                        losers.append(incumbent.index)
+                        break
+                else:
+                    pool.take(incumbent.placement)
+                    pool_total -= incumbent.gpus
+                    fits.clear()
         return losers
 
     # -- the policy ---------------------------------------------------------
@@ -838,8 +811,6 @@ class DallyPolicy(BasePolicy):
         smallest = min(self._demand)
         margin = self.margin
         needs: list[tuple[float, int]] = []
-        positions = self._needs_pos
-        positions.clear()
         least = math.inf
         # a step is the first job of its demand, in queue order, smaller
         # than every demand before it: only each demand's first job can be one
@@ -847,7 +818,6 @@ class DallyPolicy(BasePolicy):
             if gpus < least:
                 least = gpus
                 needs.append((entry[0] + margin - 1e-9, gpus))
-                positions.append(bisect_left(self._sorted, entry))
                 if gpus == smallest:
                     break
         return needs

@@ -78,15 +78,6 @@ def test_demand_and_level_tests_change_no_result(philly_slice, name):
     eager, eager_instants = _run(philly_slice, make_policy(name), EngineView, lazy=False)
     floor, floor_instants = _run(philly_slice, make_policy(name), FloorOnlyView, lazy=True)
     full_policy = make_policy(name)
-    checked = []
-
-    def least(queue, n, view):  # the kept prefix minima against a scan
-        got = DallyPolicy._least(full_policy, queue, n, view)
-        assert got == full_policy._least_scan(queue, n, view)
-        checked.append(n)
-        return got
-
-    full_policy._least = least
     full, full_instants = _run(
         philly_slice, full_policy, EngineView, lazy=True, checker=InvariantChecker()
     )
@@ -96,7 +87,6 @@ def test_demand_and_level_tests_change_no_result(philly_slice, name):
         assert other.summary == eager.summary
     assert eager.summary["completed"] == len(philly_slice)
     assert sum(eager.jobs["preemptions"]) > 0  # Dally's re-offer did take GPUs
-    assert len(checked) > 50
     # the tests did skip decision points the floor alone makes
     assert full_instants < floor_instants < eager_instants
 
