@@ -68,6 +68,9 @@ from .common import (
 )
 
 SEED_LEASE_S = 20.0
+# the levels as module constants: an enum member's lookup costs more, and
+# the hot paths below test levels for every waiting job they look at
+_MACHINE, _RACK, _NETWORK = Level.MACHINE, Level.RACK, Level.NETWORK
 # clusters of more servers test a re-offer's fit from the pool's largest
 # server and rack before copying it (at 512 servers the copies dominated)
 _QUICK_FIT_SERVERS = 128
@@ -127,7 +130,7 @@ class AutoTuner:
 
     def record(self, gpus: int, level: Level, wait_leases: float, now: float) -> None:
         """A job of ``gpus`` GPUs got a placement of ``level`` after waiting."""
-        if level == Level.NETWORK:
+        if level == _NETWORK:
             return
         key = (gpus, Level(level))
         window = self.windows.get(key)
@@ -167,7 +170,7 @@ class AutoTuner:
         horizon = now - self.window_h * 3600.0
         oldest = math.inf
         spreads = [1, 1]
-        for i, level in enumerate((Level.MACHINE, Level.RACK)):
+        for i, level in enumerate((_MACHINE, _RACK)):
             window = self.windows.get((gpus, level))
             if window is not None:
                 window.drop_before(horizon)
@@ -246,18 +249,30 @@ class _DryPool:
         self.server: dict[int, int] = {}  # server -> free GPUs, where changed
         self.rack: dict[int, int] = {}
 
-    def give(self, held: Iterable[tuple[int, int]], sign: int = 1) -> None:
-        """``(server, gpus)`` pairs join the pool (``sign`` -1: leave it)."""
+    def give(self, held: Iterable[tuple[int, int]]) -> None:
+        """``(server, gpus)`` pairs join the pool."""
         S = self.S
         server = self.server
         rack = self.rack
+        free = self.free
+        rack_free = self.rack_free
         for srv, g in held:
-            server[srv] = server.get(srv, self.free[srv]) + sign * g
+            server[srv] = server.get(srv, free[srv]) + g
             r = srv // S
-            rack[r] = rack.get(r, self.rack_free[r]) + sign * g
+            rack[r] = rack.get(r, rack_free[r]) + g
 
     def take(self, held: Iterable[tuple[int, int]]) -> None:
-        self.give(held, -1)
+        """``(server, gpus)`` pairs leave the pool (``give``'s mirror, kept
+        apart: both run for every incumbent and winner of a re-offer)."""
+        S = self.S
+        server = self.server
+        rack = self.rack
+        free = self.free
+        rack_free = self.rack_free
+        for srv, g in held:
+            server[srv] = server.get(srv, free[srv]) - g
+            r = srv // S
+            rack[r] = rack.get(r, rack_free[r]) - g
 
     def on(self, srv: int) -> int:
         return self.server.get(srv, self.free[srv])
@@ -269,7 +284,7 @@ class _DryPool:
             srv = self.view.best_fit_server(gpus, self.server)
             if srv is not None:
                 return [(srv, gpus)]
-        if level == Level.MACHINE:
+        if level == _MACHINE:
             return None
         pool = list(self.free)
         for srv, f in self.server.items():
@@ -284,11 +299,11 @@ def _level_of(placement: list[tuple[int, int]], servers_per_rack: int) -> Level:
     """``shape_of(placement).level`` without the rest of the shape (a
     placement names each server once)."""
     if len(placement) == 1:
-        return Level.MACHINE
+        return _MACHINE
     rack = placement[0][0] // servers_per_rack
     if all(srv // servers_per_rack == rack for srv, _ in placement):
-        return Level.RACK
-    return Level.NETWORK
+        return _RACK
+    return _NETWORK
 
 
 @dataclass
@@ -418,18 +433,17 @@ class DallyPolicy(BasePolicy):
         gpus = job.gpus
         # ``size_level`` inlined (called for every waiting job looked at)
         if gpus > cluster.gpus_per_rack:
-            return Level.NETWORK
-        tight = Level.MACHINE if gpus <= cluster.gpus_per_server else Level.RACK
+            return _NETWORK
         waited = view.waited(job) / self.lease_s
         if self.auto_tune:  # ``timers`` inlined
             rack_timer, network_timer = self.tuner.timers(gpus, view.now)
         else:
             rack_timer, network_timer = self.rack_timer, self.network_timer
-        if tight == Level.MACHINE and waited < rack_timer - EPS:
-            return Level.MACHINE
+        if gpus <= cluster.gpus_per_server and waited < rack_timer - EPS:
+            return _MACHINE
         if waited < network_timer - EPS:
-            return Level.RACK
-        return Level.NETWORK
+            return _RACK
+        return _NETWORK
 
     def _ask_wakeups(self, view: EngineView) -> None:
         """Ask for a wake-up when each waiting job's timers fire. A job's ask
@@ -472,7 +486,7 @@ class DallyPolicy(BasePolicy):
 
     def _ask(self, view: EngineView, job: Job) -> None:
         tight = size_level(view.cluster, job.gpus)
-        if tight == Level.NETWORK:
+        if tight == _NETWORK:
             return
         self._asked_by_gpus.setdefault(job.gpus, {})[job.index] = None
         rack_timer, network_timer = self.timers(job, view.now)
@@ -482,7 +496,7 @@ class DallyPolicy(BasePolicy):
         if self._asked.get(job.index) == asked:
             return  # same timers since the same resource change: done
         self._asked[job.index] = asked
-        fires = [network_timer] if tight == Level.RACK else [rack_timer, network_timer]
+        fires = [network_timer] if tight == _RACK else [rack_timer, network_timer]
         for timer in fires:
             self._wake.at(view, job.queued_since + timer * self.lease_s, self._matters)
 
@@ -533,7 +547,8 @@ class DallyPolicy(BasePolicy):
         """Jobs of ``lease_expired`` that lose their GPUs in the re-offer."""
         # a job still restoring from its last preemption is not re-offered
         now = view.now
-        expired = [j for j in lease_expired if j.status == Status.RUNNING and j.busy_until <= now]
+        running = Status.RUNNING
+        expired = [j for j in lease_expired if j.status == running and j.busy_until <= now]
         if not expired:
             return []
         pool_total = view.total_free
@@ -616,13 +631,13 @@ class DallyPolicy(BasePolicy):
                         top_server = view.largest_server_free()
                         for srv, g in add_srv.items():
                             top_server = max(top_server, free_on(srv) + g)
-                    if not (gpus <= G and top_server >= gpus) and level != Level.NETWORK:
-                        if level == Level.RACK and top_rack < 0:
+                    if not (gpus <= G and top_server >= gpus) and level != _NETWORK:
+                        if level == _RACK and top_rack < 0:
                             rack_free = view.free_per_rack
                             top_rack = max(rack_free)
                             for r, g in add_rack.items():
                                 top_rack = max(top_rack, rack_free[r] + g)
-                        if level == Level.MACHINE or top_rack < gpus:
+                        if level == _MACHINE or top_rack < gpus:
                             fits[key] = None
                             continue
                     if pool is None:
@@ -636,7 +651,8 @@ class DallyPolicy(BasePolicy):
                 if placement is not None:
                     assert pool is not None
                     pool.take(placement)
-                    touched.update(srv for srv, _ in placement)
+                    for srv, _ in placement:
+                        touched.add(srv)
                     pool_total -= gpus
                     fits.clear()
             if pool is None:
@@ -706,10 +722,10 @@ class DallyPolicy(BasePolicy):
         if self.auto_tune:  # classed with these timers: look again when they may change
             self.timers(job, view.now)
             self._cls_watch.watch(job.gpus, self.tuner.stable_until(job.gpus))
-        if level == Level.NETWORK:
+        if level == _NETWORK:
             return  # the widest: waiting longer changes nothing
         rack_timer, network_timer = self.timers(job, view.now)
-        timer = rack_timer if level == Level.MACHINE else network_timer
+        timer = rack_timer if level == _MACHINE else network_timer
         fires = job.queued_since + (timer - EPS) * self.lease_s
         until = fires - (1e-9 * abs(fires) + 1e-6)
         now = view.now
@@ -779,7 +795,7 @@ class DallyPolicy(BasePolicy):
         counts = self._cls_count
         minima = [
             min(counts[level]) if counts.get(level) else math.inf
-            for level in (Level.MACHINE, Level.RACK, Level.NETWORK)
+            for level in (_MACHINE, _RACK, _NETWORK)
         ]
         return (minima[0], minima[1], minima[2], until)
 

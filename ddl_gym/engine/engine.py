@@ -34,12 +34,14 @@ from ddl_gym.engine.job import Job, Status
 from ddl_gym.engine.leases import LazyLeases
 from ddl_gym.engine.metrics import Result, build_result
 from ddl_gym.engine.packer import FreeIndex, gpus_held
-from ddl_gym.perf import Level, PerfModel, shape_of
+from ddl_gym.perf import Level, PerfModel, Shape, shape_of
 from ddl_gym.profiles import get_profile
 from ddl_gym.topology import Cluster, Congestion, get_cluster, get_congestion
 from ddl_gym.traces import Trace, check_fits, validate
 
 COMPLETION, CONGESTION, ARRIVAL, LEASE, WAKE, TICK = range(6)
+# (module constants: an enum member's lookup costs more in the hot loops)
+_PENDING, _RUNNING = Status.PENDING, Status.RUNNING
 EVENT_NAMES = ("completion", "congestion", "arrival", "lease", "wake", "tick")
 
 
@@ -62,6 +64,15 @@ def as_trace(trace: Trace | pd.DataFrame) -> Trace:
     if isinstance(trace, pd.DataFrame):
         return Trace(name="dataframe", jobs=validate(trace, "<DataFrame>"))
     raise TypeError(f"expected a Trace or a DataFrame, got {type(trace).__name__}")
+
+
+def _strings(column: pd.Series) -> list[str]:
+    """The column as Python strings (``tolist`` of a string column is one C
+    call; iterating an Arrow-backed one is element by element)."""
+    values = column.tolist()
+    if all(type(x) is str for x in values):
+        return values
+    return [str(x) for x in values]
 
 
 class Engine:
@@ -147,10 +158,10 @@ class Engine:
             get_profile(model)  # unknown models fail here, before the run
         # plain lists: the hot loop stays free of pandas
         self._columns = (
-            [str(x) for x in jobs["job_id"]],
+            _strings(jobs["job_id"]),
             jobs["arrival_s"].astype(float).tolist(),
             jobs["gpus"].astype(int).tolist(),
-            [str(x) for x in jobs["model"]],
+            _strings(jobs["model"]),
             jobs["iterations"].astype(float).tolist(),
             jobs["iter_time_s"].astype(float).tolist(),
         )
@@ -173,6 +184,11 @@ class Engine:
             self.free, self.rack_free, c.servers_per_rack, c.gpus_per_server
         )
         self.uplink_jobs: list[set[int]] = [set() for _ in range(c.racks)]
+        # GPU moves so far (``_start``/``_stop``), and the last placement
+        # ``placement_for`` found, with the move count it holds for
+        self._moves = 0
+        self._found: tuple[int, int, Level, tuple[tuple[int, int], ...]] | None = None
+        self._one_server_shapes: dict[int, Shape] = {}  # (frozen: shared by jobs)
         self.pending: list[Job] = []  # ordered by (arrival, index)
         self._pending_keys: list[tuple[float, int]] = []
         self.running: dict[int, Job] = {}
@@ -236,7 +252,7 @@ class Engine:
         if kind == COMPLETION or kind == LEASE:
             job = self.jobs[j]
             current = job.version if kind == COMPLETION else job.lease_version
-            return job.status != Status.RUNNING or version != current
+            return job.status != _RUNNING or version != current
         if kind == TICK:
             return t != self._tick_at
         return False
@@ -268,7 +284,7 @@ class Engine:
             if kind == COMPLETION or kind == LEASE:
                 job = self.jobs[j]
                 current = job.version if kind == COMPLETION else job.lease_version
-                if job.status != Status.RUNNING or version != current:
+                if job.status != _RUNNING or version != current:
                     heapq.heappop(heap)
                     continue
             elif kind == TICK and t != self._tick_at:
@@ -326,17 +342,17 @@ class Engine:
             _, kind, seq, j, version = heapq.heappop(heap)
             if kind == COMPLETION:
                 job = self.jobs[j]
-                if job.status == Status.RUNNING and version == job.version:
+                if job.status == _RUNNING and version == job.version:
                     self._complete(job)
             elif kind == ARRIVAL:
                 job = self.jobs[j]
-                job.status = Status.PENDING
+                job.status = _PENDING
                 job.queued_since = t
                 self._enqueue(job)
                 self.events_now.append(("arrival", j))
             elif kind == LEASE:
                 job = self.jobs[j]
-                if job.status == Status.RUNNING and version == job.lease_version:
+                if job.status == _RUNNING and version == job.lease_version:
                     self.lease_expired.append(job)
                     self.events_now.append(("lease", j))
                     job.lease_version += 1
@@ -763,19 +779,33 @@ class Engine:
     def placement_for(self, job: Job, level: Level) -> list[tuple[int, int]] | None:
         if job.gpus > self.total_free:
             return None
-        return self._free_index.find(job.gpus, level)
+        placement = self._free_index.find(job.gpus, level)
+        if placement is not None:
+            # a policy places what it just looked up: ``place`` takes it from
+            # here while no GPU moved (a copy: the caller owns the list)
+            self._found = (self._moves, job.gpus, level, tuple(placement))
+        return placement
 
     def _why_not_place(self, index: int, level) -> tuple[str | None, list | None]:
         """(reason it is invalid or None, the placement it would get)."""
         if not 0 <= index < len(self.jobs):
             return f"no job {index}", None
         job = self.jobs[index]
-        if job.status != Status.PENDING:
+        if job.status != _PENDING:
             return f"job {job.job_id} is {job.status.name.lower()}, not pending", None
-        try:
-            level = Level(level)
-        except ValueError:
-            return f"unknown level {level!r}", None
+        if type(level) is not Level:  # (the enum's call costs more than the test)
+            try:
+                level = Level(level)
+            except ValueError:
+                return f"unknown level {level!r}", None
+        found = self._found
+        if (
+            found is not None
+            and found[0] == self._moves
+            and found[1] == job.gpus
+            and found[2] == level
+        ):
+            return None, found[3]
         placement = self.placement_for(job, level)
         if placement is None:
             return (
@@ -788,7 +818,7 @@ class Engine:
         if not 0 <= index < len(self.jobs):
             return f"no job {index}"
         job = self.jobs[index]
-        if job.status != Status.RUNNING:
+        if job.status != _RUNNING:
             return f"job {job.job_id} is {job.status.name.lower()}, not running"
         return None
 
@@ -835,13 +865,22 @@ class Engine:
             move(server, free[server], free[server] - g)
             free[server] -= g
             self.rack_free[server // S] -= g
+        self._moves += 1
         self.total_free -= job.gpus
         self._dequeue(job)
-        job.status = Status.RUNNING
+        job.status = _RUNNING
         job.placement = placement
-        job.shape = shape = shape_of(placement, S)
-        job.level = shape.level
-        job.racks = tuple(sorted({s // S for s, _ in placement}))
+        if len(placement) == 1:  # one server (most starts): its shape by size
+            server, g = placement[0]
+            shape = self._one_server_shapes.get(g)
+            if shape is None:
+                shape = self._one_server_shapes[g] = shape_of(placement, S)
+            job.racks = (server // S,)
+        else:
+            shape = shape_of(placement, S)
+            job.racks = tuple(sorted({s // S for s, _ in placement}))
+        job.shape = shape
+        job.level = level = shape.level
         job.queued_time += now - job.queued_since
         if math.isnan(job.first_start):
             job.first_start = now
@@ -849,7 +888,7 @@ class Engine:
         job.last_update = now
         job.busy_until = now + job.restore_debt
         job.restore_debt = 0.0
-        job.starts_per_level[shape.level] += 1
+        job.starts_per_level[level] += 1
         stragglers = c.stragglers
         if stragglers.enabled:
             job.straggle = stragglers.gang_factor(job.gpus, job.index, sum(job.starts_per_level))
@@ -875,6 +914,7 @@ class Engine:
             move(server, free[server], free[server] + g)
             free[server] += g
             self.rack_free[server // S] += g
+        self._moves += 1
         self.total_free += job.gpus
         held = self.now - job.started_at
         if self.record_placements:
@@ -902,7 +942,7 @@ class Engine:
         # a restore debt not yet paid is still owed, on top of this checkpoint
         unpaid = max(0.0, job.busy_until - self.now)
         job.restore_debt = unpaid + self.restore_s_per_gpu * job.gpus
-        job.status = Status.PENDING
+        job.status = _PENDING
         job.queued_since = self.now
         job.preemptions += 1
         job.placement = ()
@@ -920,14 +960,14 @@ class Engine:
     # -- queries -----------------------------------------------------------
     def remaining_iterations(self, job: Job) -> float:
         """Iterations left, as of now."""
-        if job.status == Status.RUNNING:
+        if job.status == _RUNNING:
             start = max(job.last_update, job.busy_until)
             return max(0.0, job.iterations - job.progress - job.rate * max(0.0, self.now - start))
         return job.iterations - job.progress
 
     def attained_service(self, job: Job) -> float:
         """GPU-seconds the job has held so far, its running segment included."""
-        if job.status == Status.RUNNING:
+        if job.status == _RUNNING:
             return job.attained + job.gpus * (self.now - job.started_at)
         return job.attained
 
@@ -937,7 +977,7 @@ class Engine:
         a job that never computed (new jobs come first, as in the seed)."""
         compute = job.compute_time
         comm = job.comm_time
-        if job.status == Status.RUNNING:
+        if job.status == _RUNNING:
             last = job.last_update
             busy = job.busy_until
             dt = self.now - (busy if busy > last else last)

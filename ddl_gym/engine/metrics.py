@@ -34,6 +34,7 @@ JOB_COLUMNS = (
 
 
 PLACEMENT_COLUMNS = ("job_id", "server", "rack", "gpus", "start_s", "end_s")
+SERIES_COLUMNS = ("time_s", "used_gpus", "queue_length", "running", "background")
 
 # the ``JOB_COLUMNS`` read straight off a ``Job`` attribute
 _JOB_ATTRS = {
@@ -114,6 +115,15 @@ def summarize(jobs: pd.DataFrame, series: pd.DataFrame, num_gpus: int) -> dict[s
     }
 
 
+def _frame_of_rows(rows: list[tuple], columns: tuple[str, ...]) -> pd.DataFrame:
+    """``pd.DataFrame(rows, columns=columns)`` built column by column (the
+    same frame: a frame of row tuples converts through object arrays)."""
+    if not rows:
+        return pd.DataFrame(rows, columns=list(columns))
+    by_column = map(list, zip(*rows, strict=True))
+    return pd.DataFrame(dict(zip(columns, by_column, strict=True)), columns=list(columns))
+
+
 def build_result(engine) -> Result:
     # column by column: a frame of row tuples converts every column through
     # object arrays (a quarter of the result's build time at 100k jobs)
@@ -126,16 +136,21 @@ def build_result(engine) -> Result:
     for i, col in enumerate(("starts_machine", "starts_rack", "starts_network")):
         columns[col] = [j.starts_per_level[i] for j in jobs_]
     jobs = pd.DataFrame(columns, columns=list(JOB_COLUMNS))
-    series = pd.DataFrame(
-        engine.series, columns=["time_s", "used_gpus", "queue_length", "running", "background"]
-    )
-    per_rack = engine.cluster.servers_per_rack
-    placements = pd.DataFrame(
-        [
-            (engine.jobs[j].job_id, server, server // per_rack, g, start, end)
-            for j, server, g, start, end in engine.segments
-        ],
-        columns=list(PLACEMENT_COLUMNS),
-    )
+    series = _frame_of_rows(engine.series, SERIES_COLUMNS)
+    placements = pd.DataFrame([], columns=list(PLACEMENT_COLUMNS))
+    if engine.segments:
+        index, server, gpus, start, end = map(list, zip(*engine.segments, strict=True))
+        per_rack = engine.cluster.servers_per_rack
+        placements = pd.DataFrame(
+            {
+                "job_id": [jobs_[j].job_id for j in index],
+                "server": server,
+                "rack": [srv // per_rack for srv in server],
+                "gpus": gpus,
+                "start_s": start,
+                "end_s": end,
+            },
+            columns=list(PLACEMENT_COLUMNS),
+        )
     summary = summarize(jobs, series, engine.cluster.num_gpus)
     return Result(jobs, series, summary, placements)
