@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from ddl_gym.engine.actions import Action, InvalidAction, Place, Preempt, Wait
+from ddl_gym.engine.gcpause import cyclic_gc_paused
 from ddl_gym.engine.job import Job, Status
 from ddl_gym.engine.leases import LazyLeases
 from ddl_gym.engine.metrics import Result, build_result
@@ -171,10 +172,11 @@ class Engine:
     def reset(self) -> None:
         c = self.cluster
         ids, arrivals, gpus, models, iterations, t_compute = self._columns
-        self.jobs: list[Job] = [
-            Job(i, ids[i], arrivals[i], gpus[i], models[i], iterations[i], t_compute[i])
-            for i in range(len(ids))
-        ]
+        with cyclic_gc_paused():
+            self.jobs: list[Job] = [
+                Job(i, ids[i], arrivals[i], gpus[i], models[i], iterations[i], t_compute[i])
+                for i in range(len(ids))
+            ]
         self.now = min(arrivals) if arrivals else 0.0
         self.free = [c.gpus_per_server] * c.num_servers
         self.rack_free = [c.gpus_per_rack] * c.racks
@@ -226,8 +228,14 @@ class Engine:
         self.series: list[tuple[float, int, int, int, float]] = []
         # (job index, server, GPUs, start, end) of every finished placement
         self.segments: list[tuple[int, int, int, float, float]] = []
+        # every arrival at once: one heapify, not a push each (the entries
+        # are totally ordered, so the events come in the same order)
+        heap = self._heap
         for job in self.jobs:
-            self._push(job.arrival, ARRIVAL, job.index)
+            self._seq += 1
+            heap.append((job.arrival, ARRIVAL, self._seq, job.index, 0))
+        heapq.heapify(heap)
+        self._compact_at = max(self._compact_at, 2 * len(heap))
         change = self.congestion.next_change(self.now)
         if change is not None:
             self._push(change, CONGESTION, -1)
@@ -988,4 +996,5 @@ class Engine:
         return compute / busy if busy > 0 else 0.0
 
     def result(self) -> Result:
-        return build_result(self)
+        with cyclic_gc_paused():
+            return build_result(self)

@@ -6,14 +6,14 @@ view reads the engine, so the imports run one way (engine <- view <- simulate).
 
 from __future__ import annotations
 
-import gc
 import warnings
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from collections.abc import Mapping
+from contextlib import nullcontext
 from typing import Any
 
 from ddl_gym.engine.actions import WAIT, Wait
 from ddl_gym.engine.engine import Engine
+from ddl_gym.engine.gcpause import cyclic_gc_paused
 from ddl_gym.engine.metrics import Result
 from ddl_gym.engine.view import EngineView
 
@@ -69,26 +69,6 @@ def simulate(trace, cluster, policy, seed: int | None = 0, **engine_kwargs) -> R
     policy.reset(EngineView(engine), seed=seed)
     run_policy(engine, policy)
     return engine.result()
-
-
-@contextmanager
-def cyclic_gc_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for the block, back as it was
-    after (reference counting still frees everything the run drops).
-
-    A run allocates millions of short-lived objects and keeps every job, its
-    records and the policy's state alive to the end: each full collection
-    walks all of that again (4 % of Dally's instructions on the Philly week,
-    by callgrind). What cyclic garbage the run leaves is freed at the next
-    collection after it; peak resident memory at 100k jobs was the same with
-    the collector off (480 vs 476 MiB)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def run_policy(
