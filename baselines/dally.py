@@ -132,7 +132,7 @@ class AutoTuner:
         """A job of ``gpus`` GPUs got a placement of ``level`` after waiting."""
         if level == _NETWORK:
             return
-        key = (gpus, Level(level))
+        key = (gpus, level if type(level) is Level else Level(level))
         window = self.windows.get(key)
         if window is None:
             window = self.windows[key] = _Window()
@@ -675,6 +675,11 @@ class DallyPolicy(BasePolicy):
 
     # -- the policy ---------------------------------------------------------
     def act(self, view: EngineView) -> Action:
+        if not view.pending and not self._entry and not self._joining:
+            # nobody waits, nobody joins (an arrival at this instant would
+            # be waiting): ``_sync`` would find nothing, ``_decide`` waits
+            self._synced_instant = view.instant
+            return WAIT
         self._sync(view)
         action = self._decide(view)
         if isinstance(action, Place):
