@@ -170,12 +170,12 @@ class PerfModel:
         uplink_alpha: float | None = None,
     ) -> float:
         """Seconds of one iteration's gradient all-reduce (unhidden)."""
+        if shape.r <= 1:  # keep the cache small: uplink state is irrelevant
+            return self._allreduce(model, shape.n, shape.g, shape.s, shape.r, 0.0, 0.0)
         if uplink_bw is None:
             uplink_bw = self.uplink_share(0.0, 1)
         if uplink_alpha is None:
             uplink_alpha = self.uplink_latency(0.0)
-        if shape.r <= 1:  # keep the cache small: uplink state is irrelevant
-            uplink_bw = uplink_alpha = 0.0
         return self._allreduce(model, shape.n, shape.g, shape.s, shape.r, uplink_bw, uplink_alpha)
 
     def exposed_comm(self, model: str, t_compute: float, allreduce: float) -> float:

@@ -190,7 +190,8 @@ class Engine:
         # ``placement_for`` found, with the move count it holds for
         self._moves = 0
         self._found: tuple[int, int, Level, tuple[tuple[int, int], ...]] | None = None
-        self._one_server_shapes: dict[int, Shape] = {}  # (frozen: shared by jobs)
+        # one-server shape and level per size (Shape is frozen: jobs share it)
+        self._one_server_shapes: dict[int, tuple[Shape, Level]] = {}
         self.pending: list[Job] = []  # ordered by (arrival, index)
         self._pending_keys: list[tuple[float, int]] = []
         self.running: dict[int, Job] = {}
@@ -880,15 +881,18 @@ class Engine:
         job.placement = placement
         if len(placement) == 1:  # one server (most starts): its shape by size
             server, g = placement[0]
-            shape = self._one_server_shapes.get(g)
-            if shape is None:
-                shape = self._one_server_shapes[g] = shape_of(placement, S)
+            known = self._one_server_shapes.get(g)
+            if known is None:
+                shape = shape_of(placement, S)
+                known = self._one_server_shapes[g] = (shape, shape.level)
+            shape, level = known
             job.racks = (server // S,)
         else:
             shape = shape_of(placement, S)
+            level = shape.level
             job.racks = tuple(sorted({s // S for s, _ in placement}))
         job.shape = shape
-        job.level = level = shape.level
+        job.level = level
         job.queued_time += now - job.queued_since
         if math.isnan(job.first_start):
             job.first_start = now
