@@ -249,30 +249,20 @@ class _DryPool:
         self.server: dict[int, int] = {}  # server -> free GPUs, where changed
         self.rack: dict[int, int] = {}
 
-    def give(self, held: Iterable[tuple[int, int]]) -> None:
-        """``(server, gpus)`` pairs join the pool."""
+    def give(self, held: Iterable[tuple[int, int]], sign: int = 1) -> None:
+        """``(server, gpus)`` pairs join the pool (``sign`` -1: leave it)."""
         S = self.S
         server = self.server
         rack = self.rack
         free = self.free
         rack_free = self.rack_free
         for srv, g in held:
-            server[srv] = server.get(srv, free[srv]) + g
+            server[srv] = server.get(srv, free[srv]) + sign * g
             r = srv // S
-            rack[r] = rack.get(r, rack_free[r]) + g
+            rack[r] = rack.get(r, rack_free[r]) + sign * g
 
     def take(self, held: Iterable[tuple[int, int]]) -> None:
-        """``(server, gpus)`` pairs leave the pool (``give``'s mirror, kept
-        apart: both run for every incumbent and winner of a re-offer)."""
-        S = self.S
-        server = self.server
-        rack = self.rack
-        free = self.free
-        rack_free = self.rack_free
-        for srv, g in held:
-            server[srv] = server.get(srv, free[srv]) - g
-            r = srv // S
-            rack[r] = rack.get(r, rack_free[r]) - g
+        self.give(held, -1)
 
     def on(self, srv: int) -> int:
         return self.server.get(srv, self.free[srv])
