@@ -651,10 +651,8 @@ class DallyPolicy(BasePolicy):
                 pool_total -= incumbent.gpus
                 fits.clear()
             else:
-                on = pool.server
-                free = pool.free
                 for srv, g in incumbent.placement:
-                    if on.get(srv, free[srv]) < g:  # (``pool.on`` inlined)
+                    if pool.on(srv) < g:
                         losers.append(incumbent.index)
                         break
                 else:

@@ -137,8 +137,9 @@ def build_result(engine) -> Result:
         columns[col] = [j.starts_per_level[i] for j in jobs_]
     jobs = pd.DataFrame(columns, columns=list(JOB_COLUMNS))
     series = _frame_of_rows(engine.series, SERIES_COLUMNS)
-    placements = pd.DataFrame([], columns=list(PLACEMENT_COLUMNS))
-    if engine.segments:
+    if not engine.segments:
+        placements = pd.DataFrame([], columns=list(PLACEMENT_COLUMNS))
+    else:
         index, server, gpus, start, end = map(list, zip(*engine.segments, strict=True))
         per_rack = engine.cluster.servers_per_rack
         placements = pd.DataFrame(
