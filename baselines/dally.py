@@ -136,10 +136,21 @@ class AutoTuner:
         window = self.windows.get(key)
         if window is None:
             window = self.windows[key] = _Window()
+        # drop what left the window first: the running sums then see every
+        # sample leave before the next one comes, however seldom the timers
+        # are asked (``allowed_level`` skips them below the floors)
+        window.drop_before(now - self.window_h * 3600.0)
         window.add(now, wait_leases)
         self._cache.pop(gpus, None)
         self.version += 1
         self.log.append(gpus)
+
+    def floors(self) -> tuple[int, int]:
+        """The least ``(rack_timer, network_timer)`` the formula can give,
+        whatever the history: a job that waited less than a floor needs no
+        timers to know its level."""
+        H = self.window_h
+        return int(min(math.ceil(0.8 * H), 6)), int(min(H, 12))
 
     def stable_until(self, gpus: int) -> float:
         """Until when (a little before, for rounding) the timers last
@@ -367,9 +378,13 @@ class DallyPolicy(BasePolicy):
     _levels_at: Callable[[], tuple[float, float, float, float]] | None = field(
         default=None, repr=False
     )
+    # the auto-tuner's least timers (``AutoTuner.floors``)
+    _rack_floor: int = field(default=0, init=False, repr=False)
+    _net_floor: int = field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.tuner = AutoTuner(self.window_h)
+        self._rack_floor, self._net_floor = self.tuner.floors()
 
     def engine_kwargs(self) -> dict[str, Any]:
         # leases only matter to layer 2; without it the timers fire through
@@ -381,6 +396,7 @@ class DallyPolicy(BasePolicy):
 
     def reset(self, view: EngineView, seed: int | None = None) -> None:
         self.tuner = AutoTuner(self.window_h)
+        self._rack_floor, self._net_floor = self.tuner.floors()
         self._matters = partial(self._wake_matters, view)
         self._fit_planned = None
         self._lease_test = partial(self._lease_matters, view)
@@ -426,6 +442,12 @@ class DallyPolicy(BasePolicy):
             return _NETWORK
         waited = view.waited(job) / self.lease_s
         if self.auto_tune:  # ``timers`` inlined
+            # below every timer the tuner can give: no timers needed
+            if gpus <= cluster.gpus_per_server:
+                if waited < self._rack_floor - EPS:
+                    return _MACHINE
+            elif waited < self._net_floor - EPS:
+                return _RACK
             rack_timer, network_timer = self.tuner.timers(gpus, view.now)
         else:
             rack_timer, network_timer = self.rack_timer, self.network_timer

@@ -4,6 +4,7 @@ and every policy on every real trace with the engine invariants holding."""
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 from ddl_gym.baselines import POLICY_NAMES, AutoTuner, make_policy
@@ -132,6 +133,38 @@ def test_auto_tuner_matches_the_formula():
     small.record(1, Level.MACHINE, 100.0, now=0.0)
     small.record(1, Level.RACK, 100.0, now=0.0)
     assert small.timers(1, now=0.0) == (8, 10)
+
+
+@pytest.mark.parametrize("window_h", [24.0, 10.0, 5.0, 2.5])
+def test_auto_tuner_floors_bound_every_timer(window_h):
+    """``floors`` (which lets ``allowed_level`` skip the timers of a job
+    that waited less) is never above what the formula gives."""
+    tuner = AutoTuner(window_h=window_h)
+    floors = tuner.floors()
+    assert floors == (min(math.ceil(0.8 * window_h), 6), int(min(window_h, 12)))
+    rng = random.Random(7)
+    for step in range(300):
+        gpus = rng.choice((1, 2, 4, 8))
+        level = rng.choice((Level.MACHINE, Level.RACK))
+        tuner.record(gpus, level, rng.expovariate(0.3), now=step * 600.0)
+        rack, net = tuner.timers(gpus, now=step * 600.0)
+        assert rack >= floors[0] and net >= floors[1]
+    assert tuner.timers(16, now=0.0) >= floors  # (no history)
+
+
+def test_auto_tuner_drops_old_waits_before_adding():
+    """A wait recorded drops those that left the window first, whether or
+    not the timers were asked in between: the sums then do not depend on
+    when (or whether) the policy asked."""
+    asked, quiet = AutoTuner(window_h=1.0), AutoTuner(window_h=1.0)
+    for tuner in (asked, quiet):
+        tuner.record(4, Level.MACHINE, 0.1, now=0.0)
+    asked.timers(4, now=5000.0)  # drops the first wait
+    for tuner in (asked, quiet):
+        tuner.record(4, Level.MACHINE, 0.7, now=5000.0)
+    a, q = asked.windows[(4, Level.MACHINE)], quiet.windows[(4, Level.MACHINE)]
+    assert list(q.samples) == [(5000.0, 0.7)]
+    assert (a.total, a.total_sq) == (q.total, q.total_sq)
 
 
 def test_tuner_watch_names_the_recorded_and_the_expired_demands():
