@@ -247,30 +247,23 @@ class _TunerWatch:
 
 class _DryPool:
     """The GPUs a re-offer hands out, on paper: the engine's free counts
-    with the servers and racks that changed noted apart (a few per
-    re-offer), never copied whole unless the packer needs more than one
-    server."""
+    with the servers that changed noted apart (a few per re-offer), never
+    copied whole unless the packer needs more than one server (racks are
+    summed from the servers only then)."""
 
     def __init__(self, view: EngineView) -> None:
         self.view = view
         self.free = view.free_per_server  # the engine's lists: read, never written
-        self.rack_free = view.free_per_rack
         self.S = view.cluster.servers_per_rack
         self.G = view.cluster.gpus_per_server
         self.server: dict[int, int] = {}  # server -> free GPUs, where changed
-        self.rack: dict[int, int] = {}
 
     def give(self, held: Iterable[tuple[int, int]], sign: int = 1) -> None:
         """``(server, gpus)`` pairs join the pool (``sign`` -1: leave it)."""
-        S = self.S
         server = self.server
-        rack = self.rack
         free = self.free
-        rack_free = self.rack_free
         for srv, g in held:
             server[srv] = server.get(srv, free[srv]) + sign * g
-            r = srv // S
-            rack[r] = rack.get(r, rack_free[r]) + sign * g
 
     def take(self, held: Iterable[tuple[int, int]]) -> None:
         self.give(held, -1)
@@ -288,12 +281,12 @@ class _DryPool:
         if level == _MACHINE:
             return None
         pool = list(self.free)
+        rack_pool = list(self.view.free_per_rack)
+        S = self.S
         for srv, f in self.server.items():
+            rack_pool[srv // S] += f - pool[srv]
             pool[srv] = f
-        rack_pool = list(self.rack_free)
-        for r, f in self.rack.items():
-            rack_pool[r] = f
-        return find_placement(pool, rack_pool, self.S, self.G, gpus, level)
+        return find_placement(pool, rack_pool, S, self.G, gpus, level)
 
 
 def _level_of(placement: list[tuple[int, int]], servers_per_rack: int) -> Level:
@@ -599,8 +592,7 @@ class DallyPolicy(BasePolicy):
         if cluster.num_servers <= _QUICK_FIT_SERVERS:
             top_server = top_rack = math.inf  # no test: every demand may fit
             pool = _DryPool(view)
-            for job in expired:
-                pool.give(job.placement)
+            pool.give([held for job in expired for held in job.placement])
             add_srv: dict[int, int] = {}  # unused: the pool is built
             add_rack: dict[int, int] = {}
         else:

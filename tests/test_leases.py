@@ -37,6 +37,11 @@ def test_roll_equals_one_addition_at_a_time(L):
             t = b + span * rng.uniform(0.5, 1.0)
             for strict in (False, True):
                 assert roll(b, L, t, strict) == naive_roll(b, L, t, strict), (b, L, t)
+        # exactly on a boundary some steps on (roll's jump lands on it)
+        for k in (2, 3, 777):
+            on = naive_roll(b, L, b + (k - 0.5) * L, strict=False)
+            for strict in (False, True):
+                assert roll(b, L, on, strict) == naive_roll(b, L, on, strict), (b, L, on)
     # exactly on a boundary: >= stops there, > steps past it
     b = 123.456
     on = naive_roll(b, L, b + 50 * L, strict=False)

@@ -105,6 +105,21 @@ def roll(b: float, lease_s: float, t: float, strict: bool) -> float:
     binade (and may round) are taken one at a time.
     """
     L = lease_s
+    if b > 0.0 and t - b >= 2.0 * L:
+        # (the common case) ``b`` and ``t`` in one binade where ``L`` is a
+        # multiple of the spacing: the boundaries up to ``t`` are exactly
+        # ``b + k*L``; take the last one at or before ``t`` in one jump (the
+        # division may round ``k`` by one either way: corrected exactly)
+        if math.frexp(t)[1] == math.frexp(b)[1] and (L / math.ulp(b)).is_integer():
+            c = b + math.floor((t - b) / L) * L
+            if c > t:
+                c -= L
+            elif c + L <= t:
+                c += L
+            if c == t and not strict:
+                return c
+            out = c + L  # may leave the binade: one rounded step, as ``_step``
+            return out if out > c else math.nextafter(c, math.inf)
     while b < t or (strict and b == t):
         if t - b >= 4.0 * L and b > 0.0:
             ulp = math.ulp(b)
