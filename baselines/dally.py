@@ -562,8 +562,8 @@ class DallyPolicy(BasePolicy):
         if min(self._demand) > pool_total:
             return []  # not even the smallest waiting job fits the whole pool
         margin = self.margin
-        efficiency = view.efficiency
-        offered = sorted([(efficiency(j), j.arrival, j.index, j) for j in expired])
+        effs = view.efficiencies(expired)
+        offered = sorted([(e, j.arrival, j.index, j) for e, j in zip(effs, expired)])
         cut = (offered[-1][0] - margin, -math.inf, -1)  # challengers come before
         # the challengers, in queue order, merged lazily from the per-demand
         # lists: a demand larger than what is left of the pool is dropped

@@ -360,6 +360,9 @@ def test_live_attained_and_efficiency_include_the_running_segment():
     e = B / 1e15
     assert job.efficiency == 0.0
     assert view.efficiency(job) == pytest.approx(0.5 / (0.5 + e), rel=1e-12)
+    # several at once, in order: a job that never ran counts 0
+    never = Engine(trace, cluster).jobs[0]
+    assert view.efficiencies([never, job, never]) == [0.0, view.efficiency(job), 0.0]
 
 
 def _victims_by_placement(view, job, level, candidates):

@@ -25,7 +25,7 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import pandas as pd
 
@@ -987,17 +987,26 @@ class Engine:
         """``job.efficiency`` as of now: time-averaged compute / (compute +
         exposed communication), the unsettled running segment included; 0 for
         a job that never computed (new jobs come first, as in the seed)."""
-        compute = job.compute_time
-        comm = job.comm_time
-        if job.status == _RUNNING:
-            last = job.last_update
-            busy = job.busy_until
-            dt = self.now - (busy if busy > last else last)
-            if dt > 0:
-                compute += dt * job.t_compute / job.t_iter
-                comm += dt * job.exposed / job.t_iter
-        busy = compute + comm
-        return compute / busy if busy > 0 else 0.0
+        return self.efficiencies((job,))[0]
+
+    def efficiencies(self, jobs: Iterable[Job]) -> list[float]:
+        """``efficiency`` of each of ``jobs``, in order (one call for the
+        several jobs a re-offer ranks)."""
+        now = self.now
+        out = []
+        for job in jobs:
+            compute = job.compute_time
+            comm = job.comm_time
+            if job.status == _RUNNING:
+                last = job.last_update
+                busy = job.busy_until
+                dt = now - (busy if busy > last else last)
+                if dt > 0:
+                    compute += dt * job.t_compute / job.t_iter
+                    comm += dt * job.exposed / job.t_iter
+            busy = compute + comm
+            out.append(compute / busy if busy > 0 else 0.0)
+        return out
 
     def result(self) -> Result:
         with cyclic_gc_paused():

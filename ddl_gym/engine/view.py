@@ -7,7 +7,7 @@ objects it hands out are the engine's own: read them, never write them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ddl_gym.engine.engine import Engine
 from ddl_gym.engine.job import Job, Status
@@ -112,6 +112,10 @@ class EngineView:
         """Placement efficiency as of now (``job.efficiency`` lags while the
         job runs)."""
         return self._engine.efficiency(job)
+
+    def efficiencies(self, jobs: Iterable[Job]) -> list[float]:
+        """``efficiency`` of each of ``jobs``, in order."""
+        return self._engine.efficiencies(jobs)
 
     def remaining_work(self, job: Job) -> float:
         """Single-GPU seconds of work left; only when the scenario is clairvoyant."""
