@@ -563,7 +563,7 @@ class DallyPolicy(BasePolicy):
             return []  # not even the smallest waiting job fits the whole pool
         margin = self.margin
         effs = view.efficiencies(expired)
-        offered = sorted([(e, j.arrival, j.index, j) for e, j in zip(effs, expired)])
+        offered = sorted([(e, j.arrival, j.index, j) for e, j in zip(effs, expired, strict=True)])
         cut = (offered[-1][0] - margin, -math.inf, -1)  # challengers come before
         # the challengers, in queue order, merged lazily from the per-demand
         # lists: a demand larger than what is left of the pool is dropped
