@@ -15,6 +15,10 @@ class Status(IntEnum):
     DONE = 3
 
 
+_FUTURE = Status.FUTURE  # (a module constant: one job each is made per trace row)
+_NAN = float("nan")
+
+
 class Job:
     """One job of the trace. Policies must treat it as read-only."""
 
@@ -77,7 +81,7 @@ class Job:
         self.model = model
         self.iterations = iterations
         self.t_compute = t_compute
-        self.status = Status.FUTURE
+        self.status = _FUTURE
         self.progress = 0.0
         self.last_update = arrival
         self.rate = 0.0
@@ -88,7 +92,7 @@ class Job:
         # (cross-rack placements only; the engine skips a re-rate's model
         # evaluation when neither changed)
         self.uplink: tuple[float, float] | None = None
-        self.finish = float("nan")  # time of its live completion event (nan: none)
+        self.finish = _NAN  # time of its live completion event (nan: none)
         self.placement: tuple[tuple[int, int], ...] = ()
         self.shape: Shape | None = None
         self.level: Level | None = None
@@ -99,8 +103,8 @@ class Job:
         self.started_at = 0.0
         self.version = 0
         self.lease_version = 0
-        self.first_start = float("nan")
-        self.end = float("nan")
+        self.first_start = _NAN
+        self.end = _NAN
         self.queued_time = 0.0
         self.run_time = 0.0
         self.compute_time = 0.0

@@ -71,6 +71,7 @@ import math
 from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from ddl_gym.engine.job import Job
 
@@ -83,6 +84,7 @@ _BUCKETS_PER_S = float(2**20)
 # its other jobs' boundaries failed the test one by one)
 _BANDS = 64
 _INF_BAND = 1 << 30  # jobs with no bound (every expiry interests the policy)
+_START_ORDER = attrgetter("started_at", "index")  # the eager engine's order of expiries
 
 
 def _band(top: float) -> int:
@@ -727,5 +729,5 @@ class LazyLeases:
                     hits.append(jobs[j])
                     b = _step(b, L)
                 at[j] = b
-        hits.sort(key=lambda job: (job.started_at, job.index))
+        hits.sort(key=_START_ORDER)
         return hits

@@ -115,13 +115,28 @@ def summarize(jobs: pd.DataFrame, series: pd.DataFrame, num_gpus: int) -> dict[s
     }
 
 
+def _numeric(values: list) -> np.ndarray | list:
+    """A column of Python numbers as the array pandas would make of it
+    (int64, float64), made by numpy at once: pandas looks at every element
+    of a list first. Anything else (strings, a missing value) stays a list."""
+    if not values or type(values[0]) is str:
+        return values
+    array = np.array(values)
+    return array if array.dtype.kind in "if" else values
+
+
+def _frame(columns: dict[str, list], names: tuple[str, ...]) -> pd.DataFrame:
+    """The frame of ``columns`` (name -> list, in the order of ``names``)."""
+    return pd.DataFrame({name: _numeric(columns[name]) for name in names}, columns=list(names))
+
+
 def _frame_of_rows(rows: list[tuple], columns: tuple[str, ...]) -> pd.DataFrame:
     """``pd.DataFrame(rows, columns=columns)`` built column by column (the
     same frame: a frame of row tuples converts through object arrays)."""
     if not rows:
         return pd.DataFrame(rows, columns=list(columns))
     by_column = map(list, zip(*rows, strict=True))
-    return pd.DataFrame(dict(zip(columns, by_column, strict=True)), columns=list(columns))
+    return _frame(dict(zip(columns, by_column, strict=True)), columns)
 
 
 def build_result(engine) -> Result:
@@ -135,14 +150,14 @@ def build_result(engine) -> Result:
     columns["level"] = [names[j.level] if j.level is not None else "" for j in jobs_]
     for i, col in enumerate(("starts_machine", "starts_rack", "starts_network")):
         columns[col] = [j.starts_per_level[i] for j in jobs_]
-    jobs = pd.DataFrame(columns, columns=list(JOB_COLUMNS))
+    jobs = _frame(columns, JOB_COLUMNS)
     series = _frame_of_rows(engine.series, SERIES_COLUMNS)
     if not engine.segments:
         placements = pd.DataFrame([], columns=list(PLACEMENT_COLUMNS))
     else:
         index, server, gpus, start, end = map(list, zip(*engine.segments, strict=True))
         per_rack = engine.cluster.servers_per_rack
-        placements = pd.DataFrame(
+        placements = _frame(
             {
                 "job_id": [jobs_[j].job_id for j in index],
                 "server": server,
@@ -151,7 +166,7 @@ def build_result(engine) -> Result:
                 "start_s": start,
                 "end_s": end,
             },
-            columns=list(PLACEMENT_COLUMNS),
+            PLACEMENT_COLUMNS,
         )
     summary = summarize(jobs, series, engine.cluster.num_gpus)
     return Result(jobs, series, summary, placements)
