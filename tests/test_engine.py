@@ -504,3 +504,27 @@ def test_run_policy_pauses_the_cyclic_gc_and_puts_it_back(enabled_before):
     finally:
         (gc.enable if was else gc.disable)()
     assert summaries[0] == summaries[1]
+
+
+def test_result_frames_are_the_frames_pandas_makes_of_the_lists():
+    """``build_result`` hands number columns to pandas as numpy arrays: the
+    frame (values and dtypes) is the one pandas makes of the plain lists."""
+    import pandas as pd
+
+    from ddl_gym.engine.metrics import _frame
+
+    columns = {
+        "ints": [3, 1, 2],
+        "floats": [0.5, float("nan"), 2.0],
+        "mixed": [1, 2.5, 3],
+        "strings": ["a", "b", "c"],
+        "missing": [1.0, None, 2.0],
+        "big": [2**70, 1, 2],
+    }
+    names = tuple(columns)
+    got = _frame(columns, names)
+    want = pd.DataFrame(columns, columns=list(names))
+    pd.testing.assert_frame_equal(got, want)
+    assert list(got.dtypes) == list(want.dtypes)
+    empty = {name: [] for name in names}
+    pd.testing.assert_frame_equal(_frame(empty, names), pd.DataFrame(empty, columns=list(names)))
