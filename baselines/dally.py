@@ -563,8 +563,7 @@ class DallyPolicy(BasePolicy):
             return []  # not even the smallest waiting job fits the whole pool
         margin = self.margin
         effs = view.efficiencies(expired)
-        offered = sorted([(e, j.arrival, j.index, j) for e, j in zip(effs, expired, strict=True)])
-        cut = (offered[-1][0] - margin, -math.inf, -1)  # challengers come before
+        cut = (max(effs) - margin, -math.inf, -1)  # challengers come before
         # the challengers, in queue order, merged lazily from the per-demand
         # lists: a demand larger than what is left of the pool is dropped
         # whole (the pool only shrinks), not skipped job by job
@@ -575,11 +574,18 @@ class DallyPolicy(BasePolicy):
         ]
         if not heads:
             return []  # no challenger, or none fits even the whole pool
-        heapq.heapify(heads)  # (entries are unique: ties never reach the lists)
         jobs = view.jobs
         cluster = view.cluster
         S = cluster.servers_per_rack
         G = cluster.gpus_per_server
+        if len(heads) == 1:
+            entry, _, gpus, same = heads[0]
+            if gpus <= G and (len(same) == 1 or not same[1] < cut):
+                losers = self._reoffer_one(view, jobs[entry[2]], entry[0], expired, effs)
+                if losers is not None:
+                    return losers
+        offered = sorted([(e, j.arrival, j.index, j) for e, j in zip(effs, expired, strict=True)])
+        heapq.heapify(heads)  # (entries are unique: ties never reach the lists)
         # The largest server and rack of the whole pool (the free GPUs plus
         # the expired jobs'): the pool only shrinks below, so a demand that
         # does not fit them at its level, by the packer's own tests (one
@@ -673,6 +679,54 @@ class DallyPolicy(BasePolicy):
                     pool.take(incumbent.placement)
                     pool_total -= incumbent.gpus
                     fits.clear()
+        return losers
+
+    def _reoffer_one(
+        self,
+        view: EngineView,
+        challenger: Job,
+        challenger_eff: float,
+        expired: list[Job],
+        effs: list[float],
+    ) -> list[int] | None:
+        """``_reoffer`` when one waiting job, of at most a server's GPUs, is
+        the only challenger (the common case: the job that just arrived),
+        worked out without the dry pool; None where it would need the packer
+        beyond one server (``_reoffer`` then runs in full).
+
+        The expired jobs no more than ``margin`` more efficient than the
+        challenger take their GPUs back before it; the others give theirs to
+        it. It takes one server, the packer's best fit among the free GPUs
+        plus those given; of the jobs that gave GPUs there, in re-offer
+        order, each keeps its own while the server still holds them, and
+        the rest lose theirs. Every other job keeps its GPUs: nobody else
+        took any on its other servers."""
+        margin = self.margin
+        gpus = challenger.gpus
+        free = view.free_per_server
+        given: dict[int, int] = {}  # server -> free GPUs plus those given
+        exposed: list[tuple[float, float, int, Job]] = []  # jobs that gave GPUs
+        for eff, job in zip(effs, expired, strict=True):
+            if challenger_eff < eff - margin:
+                exposed.append((eff, job.arrival, job.index, job))
+                for srv, g in job.placement:
+                    given[srv] = given.get(srv, free[srv]) + g
+        level = self.allowed_level(view, challenger)
+        srv = view.best_fit_server(gpus, given)
+        if srv is None:
+            return [] if level == _MACHINE else None
+        if srv not in given:
+            return []  # it took free GPUs only
+        room = given[srv] - gpus
+        losers: list[int] = []
+        for _, _, index, job in sorted(exposed):
+            for s, g in job.placement:
+                if s == srv:
+                    if room < g:
+                        losers.append(index)
+                    else:
+                        room -= g
+                    break
         return losers
 
     # -- the policy ---------------------------------------------------------

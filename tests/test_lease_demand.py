@@ -195,3 +195,63 @@ def test_demand_groups_change_no_result_on_a_busy_synthetic_cluster():
         assert instants < floor_instants
     assert floor.summary["completed"] == 2000
     assert floor.summary["preemptions"] > 0
+
+
+class _CheckedReoffer(DallyPolicy):
+    """Dally whose one-challenger re-offer (``_reoffer_one``) is checked,
+    at every call that answers, against the full re-offer on the same
+    state."""
+
+    general_only = False
+    answered = 0
+    with_losers = 0
+
+    def _reoffer_one(self, view, challenger, challenger_eff, expired, effs):
+        if self.general_only:
+            return None
+        fast = super()._reoffer_one(view, challenger, challenger_eff, expired, effs)
+        if fast is not None:
+            self.general_only = True
+            try:
+                assert fast == self._reoffer(view, expired)
+            finally:
+                self.general_only = False
+            self.answered += 1
+            self.with_losers += bool(fast)
+        return fast
+
+
+def _checked(name: str) -> _CheckedReoffer:
+    from dataclasses import fields
+
+    policy = make_policy(name)
+    return _CheckedReoffer(**{f.name: getattr(policy, f.name) for f in fields(policy) if f.init})
+
+
+@pytest.mark.parametrize("name", ["dally", "dally-1-2"])
+def test_one_challenger_reoffer_is_the_full_reoffer(philly_slice, name):
+    """On the congested Philly slice (12 servers) the shortcut answers most
+    re-offers, some with losers, and each answer is the full re-offer's."""
+    policy = _checked(name)
+    result, _ = _run(philly_slice, policy, EngineView, lazy=True)
+    assert result.summary["completed"] == len(philly_slice)
+    assert policy.answered > 100 and policy.with_losers > 10
+
+
+def test_one_challenger_reoffer_on_a_cluster_of_many_servers():
+    """Past ``_QUICK_FIT_SERVERS`` the full re-offer tests fits before it
+    builds its pool: 2,000 synthetic jobs at load 0.9 on 136 servers."""
+    from ddl_gym.baselines.dally import _QUICK_FIT_SERVERS
+
+    from ddl_gym import bench
+    from ddl_gym.traces import synthetic_trace
+
+    cluster = Cluster(17, 8, 8, "nvswitch_ib")
+    assert cluster.num_servers > _QUICK_FIT_SERVERS
+    rate = bench.scale_arrival_rate(0.9, 2000, cluster.num_gpus)
+    trace = synthetic_trace(n_jobs=2000, seed=1, arrival_rate_per_h=rate, max_gpus=32)
+    policy = _checked("dally")
+    engine = Engine(trace, cluster, **{**policy.engine_kwargs(), "congestion": "moderate"})
+    _drive(engine, policy, EngineView(engine))
+    assert engine.result().summary["completed"] == 2000
+    assert policy.answered > 100 and policy.with_losers > 10
