@@ -85,7 +85,11 @@ class _Window:
     total_sq: float = 0.0
     _spread: int | None = field(default=None, repr=False)  # None: to compute
 
-    def add(self, t: float, wait: float) -> None:
+    def add(self, t: float, wait: float, horizon: float = -math.inf) -> None:
+        """A wait at ``t``, after the waits before ``horizon`` left (so the
+        sums see every sample leave before the next one comes)."""
+        if self.samples and self.samples[0][0] < horizon:
+            self.drop_before(horizon)
         self.samples.append((t, wait))
         self.total += wait
         self.total_sq += wait * wait
@@ -139,8 +143,7 @@ class AutoTuner:
         # drop what left the window first: the running sums then see every
         # sample leave before the next one comes, however seldom the timers
         # are asked (``allowed_level`` skips them below the floors)
-        window.drop_before(now - self.window_h * 3600.0)
-        window.add(now, wait_leases)
+        window.add(now, wait_leases, now - self.window_h * 3600.0)
         self._cache.pop(gpus, None)
         self.version += 1
         self.log.append(gpus)
@@ -705,10 +708,10 @@ class DallyPolicy(BasePolicy):
         gpus = challenger.gpus
         free = view.free_per_server
         given: dict[int, int] = {}  # server -> free GPUs plus those given
-        exposed: list[tuple[float, float, int, Job]] = []  # jobs that gave GPUs
+        exposed: list[tuple[float, Job]] = []  # the jobs that gave GPUs
         for eff, job in zip(effs, expired, strict=True):
             if challenger_eff < eff - margin:
-                exposed.append((eff, job.arrival, job.index, job))
+                exposed.append((eff, job))
                 for srv, g in job.placement:
                     given[srv] = given.get(srv, free[srv]) + g
         level = self.allowed_level(view, challenger)
@@ -717,16 +720,21 @@ class DallyPolicy(BasePolicy):
             return [] if level == _MACHINE else None
         if srv not in given:
             return []  # it took free GPUs only
+        # the givers there, in re-offer order, with their GPUs there (a
+        # placement names each server once)
+        there = sorted(
+            (eff, job.arrival, job.index, g)
+            for eff, job in exposed
+            for s, g in job.placement
+            if s == srv
+        )
         room = given[srv] - gpus
         losers: list[int] = []
-        for _, _, index, job in sorted(exposed):
-            for s, g in job.placement:
-                if s == srv:
-                    if room < g:
-                        losers.append(index)
-                    else:
-                        room -= g
-                    break
+        for _, _, index, g in there:
+            if room < g:
+                losers.append(index)
+            else:
+                room -= g
         return losers
 
     # -- the policy ---------------------------------------------------------

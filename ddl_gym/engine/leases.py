@@ -719,15 +719,25 @@ class LazyLeases:
         hits: list[Job] = []
         at = self.at
         phase = self._phase
+        # A boundary ``b`` in ``t``'s binade ``[low, 2 low)``, where ``L`` is
+        # a multiple of the spacing, is followed by exactly ``b + k L`` up to
+        # ``t``: ``t`` is one of them iff ``t - b`` (exact) is a multiple of
+        # ``L``, which ``fmod`` (exact) tells without rolling ``b`` forward.
+        low = math.ldexp(0.5, math.frexp(t)[1]) if t > 0.0 else math.inf
+        exact = low < math.inf and (L / math.ulp(low)).is_integer()
         for k in self._around(q):
             for j in phase.get(k, ()):
                 b = at[j]
                 if b < t:
-                    nb = b + L  # one step suffices (roll's own first step)
-                    b = nb if t <= nb and nb > b else roll(b, L, t, strict=False)
+                    if exact and b >= low and math.fmod(t - b, L) == 0.0:
+                        b = t
+                    else:
+                        nb = b + L  # one step suffices (roll's own first step)
+                        b = nb if t <= nb and nb > b else roll(b, L, t, strict=False)
                 if b == t:
                     hits.append(jobs[j])
-                    b = _step(b, L)
+                    nb = b + L  # ``_step`` inlined
+                    b = nb if nb > b else math.nextafter(b, math.inf)
                 at[j] = b
         hits.sort(key=_START_ORDER)
         return hits
