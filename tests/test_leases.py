@@ -204,3 +204,38 @@ def test_tiny_lease_late_in_a_run_still_moves_forward():
     t = 1e12
     assert roll(t, 1e-9, t, strict=True) == math.nextafter(t, math.inf)
     assert roll(t - 1.0, 0.25, t, strict=True) == t + 0.25  # exact sums unchanged
+
+
+@pytest.mark.parametrize("L", [20.0, 7.3, 0.1])
+def test_expire_at_finds_exactly_the_jobs_with_a_boundary_then(L):
+    """``expire_at`` tells a boundary without rolling it forward when it lies
+    in the clock's binade: against boundaries stepped one addition at a
+    time, for starts whose boundaries cross into a coarser binade (where
+    sums round), starts a few leases apart (shared boundaries) and starts a
+    float spacing apart (the same phase bucket, other boundaries)."""
+    from ddl_gym.engine.job import Job
+    from ddl_gym.engine.leases import LazyLeases
+
+    top = 2.0**19  # boundaries from below it cross into [2^19, 2^20)
+    base = [top - 7 * L - 0.123, top - 40 * L, top + 3.0, math.nextafter(top, 0.0)]
+    starts = []
+    for s in base:
+        starts += [s, s + L + L + L, s + math.ulp(s), s + 3 * math.ulp(s)]
+    jobs = [Job(i, f"j{i}", 0.0, 1, "resnet18", 1.0, 1.0) for i in range(len(starts))]
+    leases = LazyLeases(L)
+    steps = {}
+    for job, s in zip(jobs, starts, strict=True):
+        job.started_at = s
+        leases.start(job, s)
+        b, seq = s, []
+        for _ in range(200):  # (past every time visited below)
+            b = b + L
+            seq.append(b)
+        steps[job.index] = seq
+    hits = 0
+    for t in sorted({b for seq in steps.values() for b in seq[:60]}):
+        got = [job.index for job in leases.expire_at(t, jobs)]
+        want = [j for j, seq in steps.items() if t in seq]
+        assert got == sorted(want, key=lambda j: (starts[j], j)), t
+        hits += len(got)
+    assert hits >= 60 * len(base)
