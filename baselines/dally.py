@@ -88,8 +88,7 @@ class _Window:
     def add(self, t: float, wait: float, horizon: float = -math.inf) -> None:
         """A wait at ``t``, after the waits before ``horizon`` left (so the
         sums see every sample leave before the next one comes)."""
-        if self.samples and self.samples[0][0] < horizon:
-            self.drop_before(horizon)
+        self.drop_before(horizon)
         self.samples.append((t, wait))
         self.total += wait
         self.total_sq += wait * wait
@@ -707,7 +706,9 @@ class DallyPolicy(BasePolicy):
         margin = self.margin
         gpus = challenger.gpus
         free = view.free_per_server
-        given: dict[int, int] = {}  # server -> free GPUs plus those given
+        # server -> free GPUs plus those given: ``_DryPool.give`` without the
+        # pool object (building one per re-offer cost 1.6 % of Dally's run)
+        given: dict[int, int] = {}
         exposed: list[tuple[float, Job]] = []  # the jobs that gave GPUs
         for eff, job in zip(effs, expired, strict=True):
             if challenger_eff < eff - margin:
