@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from ddl_gym.agents.config import BCConfig, EnvConfig
@@ -109,7 +110,7 @@ def collect(
 
     windows = env_cfg.windows_h or [(env_cfg.window_s or 0.0) / 3600.0]
     env = MixedWindowEnv(env_cfg, traces, windows)
-    obs_l: list[np.ndarray] = []
+    obs_l: list[Any] = []  # the env's observations, stacked at the end
     mask_l: list[np.ndarray] = []
     act_l: list[int] = []
     ret_l: list[np.ndarray] = []

@@ -158,7 +158,7 @@ def cluster_env(env: EnvConfig, traces: Sequence[Trace], window_s: float | None)
     if env.obs not in ("flat", "set"):
         raise ValueError(f"unknown obs {env.obs!r}: 'flat' or 'set'")
     # arguments both observation kinds take
-    common = dict(
+    common: dict[str, Any] = dict(
         trace=list(traces),
         cluster=env.cluster,
         fabric=env.fabric,
@@ -303,9 +303,9 @@ class AgentEnv(gym.Wrapper):
         self.invalid_to_wait = invalid_to_wait
         space = env.observation_space
         if isinstance(space, spaces.Dict):
-            size = sum(int(np.prod(s.shape)) for s in space.spaces.values())
+            size = sum(int(np.prod(s.shape or ())) for s in space.spaces.values())
         else:
-            size = int(np.prod(space.shape))
+            size = int(np.prod(space.shape or ()))
         self.observation_space = spaces.Box(0.0, 1.0, shape=(size,), dtype=np.float32)
         self._last: np.ndarray | None = None
 
@@ -326,6 +326,7 @@ class AgentEnv(gym.Wrapper):
         a = int(action)
         if not (0 <= a < len(mask) and mask[a]):
             if not self.invalid_to_wait:  # an action only this wrapper forbids: a no-op
+                assert self._last is not None, "step() before reset()"
                 return (
                     self._last.copy(),
                     0.0,

@@ -152,7 +152,7 @@ def selection_cases(cfg: Any) -> list[Case]:
     return cases
 
 
-def _gmean(x: Sequence[float]) -> float:
+def _gmean(x: Sequence[float] | np.ndarray) -> float:
     return float(np.exp(np.mean(np.log(np.asarray(x, dtype=float)))))
 
 
@@ -190,7 +190,8 @@ def choose_configuration(
     table = scores.groupby(fam).agg(["mean", "std", "count"]).sort_values("mean")
     best = str(table.index[0])
     if incumbent in table.index and best != incumbent:
-        if not table.loc[best, "mean"] <= (1 - margin) * table.loc[incumbent, "mean"]:
+        means = table["mean"].astype(float)
+        if not means[best] <= (1 - margin) * means[incumbent]:
             best = incumbent
     model = str(scores[fam == best].idxmin())
     return best, model, table

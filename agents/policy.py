@@ -118,8 +118,9 @@ class AgentPolicy:
         if not mask[1:].any():  # the env skips these instants: no choice
             return WAIT
         obs = flatten_obs(builder.obs)
-        if self._set and getattr(env, "max_slowdown", None) is not None:
-            mask = slowdown_guard(mask, obs, env.K, env.M, env.max_slowdown)
+        max_slowdown = getattr(env, "max_slowdown", None)
+        if self._set and max_slowdown is not None:
+            mask = slowdown_guard(mask, obs, env.K, env.M, max_slowdown)
         a = self.choose(obs, mask)
         if not mask[a]:  # cannot happen with masked logits; stay valid anyway
             a = 0 if mask[0] else int(np.flatnonzero(mask)[0])

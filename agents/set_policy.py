@@ -21,7 +21,7 @@ pass-through ``mlp_extractor``; ``SetPolicy`` replaces the final
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch as th
 from gymnasium import spaces
@@ -122,12 +122,14 @@ class SetPolicy(MaskableActorCriticPolicy):
         super().__init__(*args, **kwargs)
 
     def _build_mlp_extractor(self) -> None:
-        fx = self.features_extractor
+        fx = cast(SetExtractor, self.features_extractor)
         self.mlp_extractor = _Split(fx.n_actions, fx.hidden)
 
     def _build(self, lr_schedule) -> None:
         super()._build(lr_schedule)
         self.action_net = nn.Identity()  # the extractor's logits are per action already
         self.optimizer = self.optimizer_class(
-            self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs
+            self.parameters(),
+            lr=lr_schedule(1),  # pyright: ignore[reportCallIssue] (SB3 types the class as Optimizer)
+            **self.optimizer_kwargs,
         )

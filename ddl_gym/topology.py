@@ -402,7 +402,7 @@ class Congestion:
             return None
         k = self._cycle(t)
         base = k * (self.period or 0.0)
-        for start, _ in self.schedule:
+        for start, _ in self.schedule or ():
             if base + start > t:
                 return base + start
         if self.period is None:
@@ -550,7 +550,7 @@ def get_cluster(cluster: str | Cluster, fabric: str | Fabric | None = None) -> C
     if isinstance(cluster, str):
         shape = _CLUSTER_SHAPE.match(cluster)
         if shape:
-            return Cluster(*(int(x) for x in shape.groups()), fabric=fabric or "seed")
+            return Cluster(*(int(x) for x in shape.groups()), fabric=get_fabric(fabric or "seed"))
         try:
             cluster = CLUSTERS[cluster]
         except KeyError:

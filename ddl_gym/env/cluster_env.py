@@ -43,7 +43,7 @@ from ddl_gym.env.observation import (
     ObsConfig,
 )
 from ddl_gym.env.sources import EpisodeSource
-from ddl_gym.topology import Cluster, get_cluster, get_congestion
+from ddl_gym.topology import Cluster, Congestion, get_cluster, get_congestion
 
 REWARDS = ("jct", "makespan", "comm", "slowdown")
 
@@ -211,7 +211,7 @@ class ClusterEnv(gym.Env):
         trace: Any = "default",
         cluster: Cluster | str = "seed64",
         fabric: str | None = None,
-        congestion: str | float = "none",
+        congestion: str | float | Congestion = "none",
         K: int = 8,
         M: int = 8,
         lease_s: float | None = None,
@@ -338,9 +338,15 @@ class ClusterEnv(gym.Env):
         return ObsBuilder(engine, self._obs_cfg)
 
     # -- stepping ----------------------------------------------------------
+    def _live(self, what: str) -> tuple[Engine, ObsBuilder]:
+        """The episode's engine and observation builder (``reset()`` first)."""
+        if self.engine is None or self._obs is None:
+            raise RuntimeError(f"call reset() before {what}")
+        return self.engine, self._obs
+
     def _advance(self) -> float:
         """WAIT: move to the next event instant; returns the reward for it."""
-        e = self.engine
+        e, _ = self._live("step()")
         t0 = e.now
         kind = self.reward_kind
         if kind == "jct":
@@ -371,8 +377,7 @@ class ClusterEnv(gym.Env):
 
     def _skip_trivial(self) -> float:
         """Advance through instants where WAIT is the only valid action."""
-        obs = self._obs
-        e = self.engine
+        e, obs = self._live("step()")
         reward = 0.0
         while not e.done and not obs.has_choice:
             reward += self._advance()
@@ -382,10 +387,7 @@ class ClusterEnv(gym.Env):
     def step(
         self, action: int | np.integer
     ) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
-        if self.engine is None:
-            raise RuntimeError("call reset() before step()")
-        e = self.engine
-        obs = self._obs
+        e, obs = self._live("step()")
         self._steps += 1
         info: dict[str, Any] = {}
         reward = 0.0
@@ -445,11 +447,11 @@ class ClusterEnv(gym.Env):
         Raises ``ValueError`` if it is outside the windows (a pending job past
         the K-th in queue order, a running job past the M-th).
         """
-        return self._codec.index(action, self._obs)
+        return self._codec.index(action, self._live("action_index()")[1])
 
     def engine_action(self, index: int) -> Action:
         """The engine action discrete action ``index`` stands for now."""
-        return self._codec.engine_action(index, self._obs)
+        return self._codec.engine_action(index, self._live("engine_action()")[1])
 
     def render(self) -> str | np.ndarray | None:
         """Gymnasium's render API (the mode is fixed at construction):
@@ -495,7 +497,7 @@ def heuristic_rollout(
         _, r, terminated, truncated, info = env.step(a)
         if "invalid" in info:
             raise RuntimeError(f"policy chose an invalid action: {info['invalid']}")
-        total += r
+        total += float(r)
         if terminated or truncated:
             break
     return total, info

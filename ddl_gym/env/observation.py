@@ -175,7 +175,7 @@ class ObsBuilder:
         self._static_p: list[tuple[float, ...]] = []  # present .. log_iter_time
         self._static_r: list[tuple[float, ...]] = []  # present .. log_iter_time
         per_model: dict[str, tuple[float, float, float]] = {}
-        has_level: dict[int, tuple[float, float, float]] = {}
+        has_level: dict[int, tuple[float, ...]] = {}
         perf = engine.perf
         for j in jobs:
             feats = per_model.get(j.model)
@@ -337,7 +337,7 @@ class ObsBuilder:
             else:
                 prog = rem = 0.0
             buf += static_r[i]
-            buf += _ONE_HOT[job.level]
+            buf += _ONE_HOT[job.level]  # pyright: ignore[reportCallIssue, reportArgumentType]
             buf += (
                 1.0 - job.t_compute / job.t_iter,
                 ct / busy if busy > 0 else 0.0,

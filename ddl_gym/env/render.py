@@ -63,7 +63,9 @@ def rgb_frame(engine: Engine) -> np.ndarray:
     img[1:BAR, 1 : 1 + round(used * (width - 2))] = USED
     img[BAR + 1 : 2 * BAR, 1 : 1 + round(min(asked, 1.0) * (width - 2))] = QUEUE
     colours = np.where(
-        grid[..., None] >= 0, PALETTE[np.maximum(grid, 0) % len(PALETTE)], np.uint8(FREE)
+        grid[..., None] >= 0,
+        PALETTE[np.maximum(grid, 0) % len(PALETTE)],
+        np.array(FREE, dtype=np.uint8),
     )
     top = 2 * BAR + 2
     for s in range(c.num_servers):

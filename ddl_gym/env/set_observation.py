@@ -296,7 +296,7 @@ class SetObsBuilder:
             st = self._static[i]
             buf.append(1.0)
             buf += st
-            buf += onehot[job.level]
+            buf += onehot[job.level]  # pyright: ignore[reportCallIssue, reportArgumentType]
             buf += (
                 1.0 - job.t_compute / job.t_iter,
                 ct / busy if busy > 0 else 0.0,

@@ -130,17 +130,31 @@ def plot_series(series: pd.DataFrame, num_gpus: int, path: Path) -> Path:
     return _save(fig, path)
 
 
+def _segments(segs: pd.DataFrame) -> list[tuple[int, int, int, float, float]]:
+    """(job, server, GPUs on it, start, end) of each segment row, as plain values."""
+    return list(
+        zip(
+            segs["job"].tolist(),
+            segs["server"].tolist(),
+            segs["server_gpus"].tolist(),
+            segs["start_s"].tolist(),
+            segs["end_s"].tolist(),
+            strict=True,
+        )
+    )
+
+
 def _slots(segs: pd.DataFrame, gpus_per_server: int) -> list[list[int]]:
     """GPU slots inside its server for each segment row: greedy interval
     colouring in start order, which never needs more slots than the server has
     because the engine never over-commits it."""
     free_at: dict[int, list[float]] = {}
     out: list[list[int]] = []
-    for row in segs.itertuples(index=False):
-        slots = free_at.setdefault(row.server, [-math.inf] * gpus_per_server)
-        mine = [i for i, t in enumerate(slots) if t <= row.start_s][: row.server_gpus]
+    for _, server, gpus, start, end in _segments(segs):
+        slots = free_at.setdefault(server, [-math.inf] * gpus_per_server)
+        mine = [i for i, t in enumerate(slots) if t <= start][:gpus]
         for i in mine:
-            slots[i] = row.end_s
+            slots[i] = end
         out.append(mine)
     return out
 
@@ -152,16 +166,18 @@ def plot_timeline(placements: pd.DataFrame, gpus_per_server: int, path: Path) ->
     cmap = plt.get_cmap("tab20")
     fig, ax = plt.subplots(figsize=(10, max(3.0, 0.12 * servers * gpus_per_server + 1.5)))
     span = float(segs["end_s"].max() - segs["start_s"].min()) / 3600.0 or 1.0
-    for row, slots in zip(segs.itertuples(index=False), _slots(segs, gpus_per_server), strict=True):
-        start, width = row.start_s / 3600.0, (row.end_s - row.start_s) / 3600.0
-        color = cmap(row.job % 20)
+    for (job, server, _, start_s, end_s), slots in zip(
+        _segments(segs), _slots(segs, gpus_per_server), strict=True
+    ):
+        start, width = start_s / 3600.0, (end_s - start_s) / 3600.0
+        color = cmap(job % 20)
         for s in slots:
-            ax.broken_barh([(start, width)], (row.server * gpus_per_server + s, 0.9), color=color)
+            ax.broken_barh([(start, width)], (server * gpus_per_server + s, 0.9), color=color)
         if slots and width > 0.04 * span:
             ax.text(
                 start + width / 2,
-                row.server * gpus_per_server + slots[0] + 0.45,
-                str(row.job),
+                server * gpus_per_server + slots[0] + 0.45,
+                str(job),
                 ha="center",
                 va="center",
                 fontsize=6,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -77,7 +77,7 @@ def load_alibaba(
     raw, rows = read_csv_raw(path)
     require_columns(list(raw.columns), REQUIRED, src)
 
-    def num(col: str, **kw: object) -> np.ndarray:
+    def num(col: str, **kw: Any) -> np.ndarray:
         return parse_numeric(raw[col], source=src, rows=rows, field_name=col, **kw)
 
     names = parse_text(raw["name"], source=src, rows=rows, field_name="name")

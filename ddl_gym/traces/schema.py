@@ -165,11 +165,12 @@ def raise_at(
     rows: np.ndarray,
     bad: np.ndarray,
     field_name: str,
-    problem: str | Sequence[str],
+    problem: str | Sequence[str | None],
 ) -> None:
     """Raise a TraceError for the first True in ``bad`` (if any).
 
-    ``problem`` is one message or one per row; the count of further bad rows
+    ``problem`` is one message or one per row (None where the row is
+    fine); the count of further bad rows
     is appended so a user fixing the file knows it is not a one-off.
     """
     idx = np.flatnonzero(bad)

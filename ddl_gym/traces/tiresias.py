@@ -11,6 +11,7 @@ iterations`` (single-GPU seconds per iteration) and ``iterations`` is kept.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -48,7 +49,7 @@ def load_tiresias(path: str | Path) -> Trace:
     raw, rows = read_csv_raw(path)
     require_columns(list(raw.columns), REQUIRED, src)
 
-    def num(col: str, **kw: object):
+    def num(col: str, **kw: Any):
         return parse_numeric(raw[col], source=src, rows=rows, field_name=col, **kw)
 
     gpus = parse_gpus(raw["num_gpu"], source=src, rows=rows, field_name="num_gpu")
