@@ -1,7 +1,7 @@
 """``ddl-gym scenarios``, ``calibrate``, ``bench``, ``train``, ``evaluate``.
 
 ``calibrate``, ``train`` and ``evaluate`` delegate to the modules that own
-them (``ddl_gym.report.calibration``, ``ddl_gym.agents.train``,
+them (``ddl_gym.fidelity.report``, ``ddl_gym.agents.train``,
 ``ddl_gym.agents.evaluate``; ``scripts/*.py`` call the same ``main``); the
 scenario becomes their arguments.
 """
@@ -107,7 +107,7 @@ def register_calibrate(sub: argparse._SubParsersAction) -> None:
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
-    from ddl_gym.report import calibration as calibrate
+    from ddl_gym.fidelity import report as calibrate
     from ddl_gym.topology import FABRICS
 
     argv: list[str] = []
