@@ -8,6 +8,10 @@ models, other clusters), saves the fitted presets and writes
 
     ddl-gym calibrate [--data DIR] [--out DIR] [--no-save] [--draws N]
     python scripts/calibrate.py ...      # the same
+
+:func:`run` goes step by step: :func:`select_rows`, :func:`table_limits`,
+:func:`fit_clusters`, :func:`hold_outs`, :func:`save_presets`,
+:func:`plot_predictions`, :func:`report_tables`, :func:`markdown`.
 """
 
 from __future__ import annotations
@@ -1257,10 +1261,17 @@ def main(argv: list[str] | None = None) -> int:
         )
     except ValueError as err:
         p.error(str(err))
-    start = text.index("## Headline")
-    print(text[start : text.index("## Fitted parameters")])
-    print(f"wrote {args.out / 'calibration.md'} and {args.out / 'calibration.png'}")
+    print(summary(text, args.out))
     return 0
+
+
+def summary(text: str, out_dir: Path) -> str:
+    """What the command line prints of a report: its headline table and where it went."""
+    start = text.index("## Headline")
+    return (
+        text[start : text.index("## Fitted parameters")]
+        + f"\nwrote {out_dir / 'calibration.md'} and {out_dir / 'calibration.png'}"
+    )
 
 
 if __name__ == "__main__":
