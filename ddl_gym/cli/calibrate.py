@@ -15,8 +15,6 @@ from ddl_gym.cli.common import (
     split_list,
 )
 
-DEFAULT_BASE = "pcie_25gbe"  # the base fabric of the fits without a scenario
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -36,7 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--out", type=Path, default=Path("docs"), help="where calibration.md/.png go (docs/)"
     )
-    p.add_argument("--loss", choices=["linear", "soft_l1", "cauchy"], default="soft_l1")
+    p.add_argument(
+        "--loss", choices=["linear", "soft_l1", "cauchy"], help="least-squares loss (soft_l1)"
+    )
     p.add_argument("--seed", type=seed_arg, default=0)
     p.add_argument(
         "--draws",
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from ddl_gym.fidelity.calibrate import CALIBRATION_DRAWS
     from ddl_gym.topology import FABRICS
 
-    base = DEFAULT_BASE
+    base = report.DEFAULT_BASE  # the base of the fits without a scenario
     if args.scenario or args.config:
         fabric = resolve_scenario(args, "calibrate").scenario.build_cluster().fabric.name
         if fabric in FABRICS:
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         args.out,
         not args.no_save,
         base,
-        args.loss,
+        args.loss or report.DEFAULT_LOSS,
         args.seed,
         split_list(args.clusters) if args.clusters else None,
         progress=not args.no_progress,

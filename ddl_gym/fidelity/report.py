@@ -74,6 +74,8 @@ from ddl_gym.topology import ALIBABA_PAI_STRAGGLER_SIGMA, FABRICS, Cluster, Stra
 from ddl_gym.traces import find_data_dir
 
 PRESET_PREFIX = "fitted_"
+DEFAULT_BASE = "pcie_25gbe"  # the preset whose unfitted fields the fits keep
+DEFAULT_LOSS = "soft_l1"
 CALIBRATION_K = (0, 3)  # measured single-server rows of the new hardware allowed
 
 
@@ -1209,13 +1211,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--base",
-        default="pcie_25gbe",
+        default=DEFAULT_BASE,
         choices=sorted(FABRICS),
         help="preset whose unfitted fields the fitted fabrics keep",
     )
     p.add_argument(
         "--loss",
-        default="soft_l1",
+        default=DEFAULT_LOSS,
         choices=["linear", "soft_l1", "cauchy"],
         help="least-squares loss (soft_l1, the default, and cauchy down-weight the tables' "
         "outliers: within-cluster CV 9.3%% on Chronus against 11.3%% with linear)",
