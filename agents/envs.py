@@ -180,7 +180,7 @@ def cluster_env(env: EnvConfig, traces: Sequence[Trace], window_s: float | None)
 
 def flatten_obs(obs: dict[str, np.ndarray] | np.ndarray) -> np.ndarray:
     """The Dict observation as one vector, keys sorted (as ``spaces.flatten``
-    and ``ddl_gym.wrappers.FlattenClusterObs`` do); a flat one as it is."""
+    and ``ddl_gym.env.wrappers.FlattenClusterObs`` do); a flat one as it is."""
     if isinstance(obs, np.ndarray):
         return obs
     return np.concatenate([obs[key].ravel() for key in sorted(obs)])

@@ -128,7 +128,59 @@ def table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-# -- command line (scripts/evaluate.py, ddl-gym evaluate) --------------------
+def evaluate(
+    models: Sequence[Path] | None = None,
+    traces: Sequence[str] = DALLY_EVAL_TRACES,
+    seeds: Sequence[int] = (0, 1, 2),
+    window_h: float | None = None,
+    congestion: str | float = "heavy",
+    baselines: Sequence[str] = HEURISTICS,
+    csv: Path | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Agents (``models``; default: the shipped one) and ``baselines`` on the
+    held-out test windows of ``traces``; prints the table, returns the rows.
+
+    ``window_h``: window length in hours (None: the agent's training window;
+    0: the whole test part)."""
+    from ddl_gym.agents.policy import DEFAULT_MODEL, load_policy
+
+    agents = [load_policy(p) for p in (models or [DEFAULT_MODEL])]
+    cfg = agents[0].config
+    if window_h is None:
+        window_s = cfg.env.window_s
+    else:
+        window_s = window_h * 3600 if window_h > 0 else None
+    seeds = list(seeds)
+    windows = heldout_windows(traces, cfg.split.test, seeds, window_s)
+    wh = "whole test part" if window_s is None else f"{window_s / 3600:g} h windows"
+    print(
+        f"test part {cfg.split.test} of {len(traces)} traces, {wh}, seeds {seeds}, "
+        f"cluster {cfg.env.cluster}, congestion {congestion}"
+    )
+    policies = {a.name: (lambda a=a: a) for a in agents}
+    policies |= available_heuristics(baselines)
+    df = run(policies, windows, cfg.env.cluster, congestion, progress=progress)
+    print(table(df))
+    if csv:
+        df.to_csv(csv, index=False)
+    return df
+
+
+def add_evaluate_options(ap: argparse.ArgumentParser) -> None:
+    """The options shared by ``scripts/evaluate.py`` and ``ddl-gym evaluate``."""
+    ap.add_argument(
+        "--window-h",
+        type=float,
+        default=None,
+        help="window length in hours (default: the agent's training window; "
+        "0 = the whole test part)",
+    )
+    ap.add_argument("--baselines", nargs="*", default=list(HEURISTICS))
+    ap.add_argument("--csv", type=Path, help="write the per-window results here")
+
+
+# -- command line (scripts/evaluate.py; ddl-gym evaluate is ddl_gym.cli.evaluate)
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(
         description="Compare a trained agent with the heuristics on held-out test windows."
@@ -146,34 +198,15 @@ def main(argv: list[str] | None = None) -> None:
         help="trace specs (files, or default:A-B); the test part of each is used",
     )
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    ap.add_argument(
-        "--window-h",
-        type=float,
-        default=None,
-        help="window length in hours (default: the agent's training window; "
-        "0 = the whole test part)",
-    )
     ap.add_argument("--congestion", default="heavy")
-    ap.add_argument("--baselines", nargs="*", default=list(HEURISTICS))
-    ap.add_argument("--csv", type=Path, help="write the per-window results here")
+    add_evaluate_options(ap)
     args = ap.parse_args(argv)
-    from ddl_gym.agents.policy import DEFAULT_MODEL, load_policy
-
-    agents = [load_policy(p) for p in (args.model or [DEFAULT_MODEL])]
-    cfg = agents[0].config
-    if args.window_h is None:
-        window_s = cfg.env.window_s
-    else:
-        window_s = args.window_h * 3600 if args.window_h > 0 else None
-    windows = heldout_windows(args.traces, cfg.split.test, args.seeds, window_s)
-    wh = "whole test part" if window_s is None else f"{window_s / 3600:g} h windows"
-    print(
-        f"test part {cfg.split.test} of {len(args.traces)} traces, {wh}, seeds {args.seeds}, "
-        f"cluster {cfg.env.cluster}, congestion {args.congestion}"
+    evaluate(
+        args.model,
+        args.traces,
+        args.seeds,
+        args.window_h,
+        args.congestion,
+        args.baselines,
+        args.csv,
     )
-    policies = {a.name: (lambda a=a: a) for a in agents}
-    policies |= available_heuristics(args.baselines)
-    df = run(policies, windows, cfg.env.cluster, args.congestion)
-    print(table(df))
-    if args.csv:
-        df.to_csv(args.csv, index=False)

@@ -301,40 +301,78 @@ def warm_start(
     return float(mean)
 
 
-# -- command line (scripts/train.py, ddl-gym train) --------------------------
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(
-        description="Train a learned scheduler (MaskablePPO; plain PPO as an ablation)."
-    )
-    ap.add_argument("--config", type=Path, help="TOML or JSON TrainConfig (defaults otherwise)")
-    ap.add_argument("--out", type=Path, required=True, help="run directory")
+def apply_overrides(
+    cfg: TrainConfig,
+    *,
+    timesteps: int | None = None,
+    seed: int | None = None,
+    algo: str | None = None,
+    vec_env: str | None = None,
+    teacher: str | None = None,
+) -> TrainConfig:
+    """``cfg`` with the command line's overrides (None: keep); ``teacher``
+    ``"none"`` turns the behaviour-cloning warm start off."""
+    if timesteps is not None:
+        cfg.total_timesteps = timesteps
+    if seed is not None:
+        cfg.seed = seed
+    if algo:
+        cfg.ppo.algo = algo
+    if vec_env:
+        cfg.vec_env = vec_env
+    if teacher is not None:
+        cfg.bc.teacher = "" if teacher == "none" else teacher
+    return cfg
+
+
+def ship(best: Path, cfg: TrainConfig, name: str) -> Path:
+    """Copy a trained model (and its config) to ``agents/models/NAME.zip``."""
+    dest = DEFAULT_MODEL.parent / f"{name}.zip"
+    shutil.copyfile(best, dest)
+    cfg.save_json(dest.with_suffix(".json"))
+    print(f"shipped: {dest} (+ {dest.with_suffix('.json').name})")
+    return dest
+
+
+def add_train_options(ap: argparse.ArgumentParser) -> None:
+    """The run options shared by ``scripts/train.py`` and ``ddl-gym train``."""
     ap.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
     ap.add_argument("--timesteps", type=int, help="override total_timesteps")
-    ap.add_argument("--seed", type=int, help="override seed")
     ap.add_argument("--algo", choices=["maskable_ppo", "ppo"], help="override ppo.algo")
     ap.add_argument(
         "--teacher", help="override bc.teacher (behaviour-cloning warm start; 'none': off)"
     )
     ap.add_argument("--vec-env", choices=["subproc", "dummy"], help="override vec_env")
     ap.add_argument("--ship", metavar="NAME", help="copy the best model to agents/models/NAME.zip")
-    ap.add_argument("--no-progress", action="store_true")
-    args = ap.parse_args(argv)
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    cfg = TrainConfig.load(args.config) if args.config else TrainConfig()
-    if args.timesteps is not None:
-        cfg.total_timesteps = args.timesteps
-    if args.seed is not None:
-        cfg.seed = args.seed
-    if args.algo:
-        cfg.ppo.algo = args.algo
-    if args.vec_env:
-        cfg.vec_env = args.vec_env
-    if args.teacher is not None:
-        cfg.bc.teacher = "" if args.teacher == "none" else args.teacher
+
+def train_and_ship(cfg: TrainConfig, args: argparse.Namespace) -> Path:
+    """Train with the options of :func:`add_train_options`; returns the best model."""
+    apply_overrides(
+        cfg,
+        timesteps=args.timesteps,
+        seed=args.seed,
+        algo=args.algo,
+        vec_env=args.vec_env,
+        teacher=args.teacher,
+    )
     best = train(cfg, args.out, resume=args.resume, progress=not args.no_progress)
     print(f"best model: {best}")
     if args.ship:
-        dest = DEFAULT_MODEL.parent / f"{args.ship}.zip"
-        shutil.copyfile(best, dest)
-        cfg.save_json(dest.with_suffix(".json"))
-        print(f"shipped: {dest} (+ {dest.with_suffix('.json').name})")
+        ship(best, cfg, args.ship)
+    return best
+
+
+# -- command line (scripts/train.py; ddl-gym train is ddl_gym.cli.train) -----
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(
+        description="Train a learned scheduler (MaskablePPO; plain PPO as an ablation)."
+    )
+    ap.add_argument("--config", type=Path, help="TOML or JSON TrainConfig (defaults otherwise)")
+    ap.add_argument("--out", type=Path, required=True, help="run directory")
+    ap.add_argument("--seed", type=int, help="override seed")
+    add_train_options(ap)
+    args = ap.parse_args(argv)
+    cfg = TrainConfig.load(args.config) if args.config else TrainConfig()
+    train_and_ship(cfg, args)

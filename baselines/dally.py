@@ -1,7 +1,7 @@
 """Dally, the seed paper's scheduler, as three layers switchable one by one.
 
 Source: Sharma et al., "GPU Cluster Scheduling for Network-Sensitive Deep
-Learning" (arXiv 2401.16492, v2 "Dally"), as summarised in DESIGN.md
+Learning" (arXiv 2401.16492, v2 "Dally"), as summarised in docs/design.md
 section 1; written from that description, not from the authors' code.
 
 1. **Delay scheduling** (admission + placement). Each waiting job has a

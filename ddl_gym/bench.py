@@ -38,6 +38,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
+from collections.abc import Sequence
 from pathlib import Path
 
 import gymnasium as gym
@@ -323,23 +324,52 @@ def main(argv: list[str] | None = None) -> None:
         n, policy, *limit = args.scale_child.split(",")
         _scale_child(int(n), policy, float(limit[0]) if limit else None)
         return
-    policies = [p for p in args.policies.split(",") if p]
+    try:
+        run_benchmarks(
+            repeat=args.repeat,
+            env_steps=args.env_steps,
+            philly=args.philly,
+            scale=args.scale,
+            jobs=[int(x) for x in args.jobs.split(",") if x],
+            policies=[p for p in args.policies.split(",") if p],
+            markdown_tables=args.markdown,
+            cpu_limit=args.cpu_limit,
+            scale_repeat=args.scale_repeat,
+        )
+    except ValueError as err:
+        ap.error(str(err))
+
+
+def run_benchmarks(
+    *,
+    repeat: int = 3,
+    env_steps: int = 100_000,
+    philly: bool = False,
+    scale: bool = False,
+    jobs: Sequence[int] = SCALE_JOBS,
+    policies: Sequence[str] = POLICY_NAMES,
+    markdown_tables: bool = False,
+    cpu_limit: float | None = None,
+    scale_repeat: int = 1,
+) -> None:
+    """``--philly`` and / or ``--scale`` (``philly``, ``scale``), else the
+    FIFO cases and the env case; prints one line per case as it finishes."""
+    policies = list(policies)
     unknown = [p for p in policies if p not in POLICY_NAMES]
     if unknown:
-        ap.error(f"unknown policies {unknown}; known: {', '.join(POLICY_NAMES)}")
+        raise ValueError(f"unknown policies {unknown}; known: {', '.join(POLICY_NAMES)}")
     data = find_data_dir()
-    if args.philly or args.scale:
-        if args.philly:
+    if philly or scale:
+        if philly:
             if data is None:
                 print("../shared/data not found (set DDL_GYM_DATA): Philly week skipped")
             else:
-                rows = philly_rows(data, policies, args.repeat)
-                if args.markdown:
+                rows = philly_rows(data, policies, repeat)
+                if markdown_tables:
                     print(markdown(rows, with_memory=False))
-        if args.scale:
-            jobs = [int(x) for x in args.jobs.split(",") if x]
-            rows = scale_rows(jobs, policies, args.cpu_limit, args.scale_repeat)
-            if args.markdown:
+        if scale:
+            rows = scale_rows(list(jobs), policies, cpu_limit, scale_repeat)
+            if markdown_tables:
                 print(markdown(rows, with_memory=True))
         return
     if data is None:
@@ -347,17 +377,17 @@ def main(argv: list[str] | None = None) -> None:
         return
     for label, rel, cluster in CASES:
         trace = load_trace(data / rel)
-        seconds, peak_mb, summary = bench_sim(trace, cluster, args.repeat)
+        seconds, peak_mb, summary = bench_sim(trace, cluster, repeat)
         print(
             f"simulate FIFO | {label}: {seconds:.3f} CPU-s, {len(trace) / seconds:,.0f} "
             f"jobs/CPU-s, peak {peak_mb:.1f} MiB (makespan {summary['makespan_s'] / 86400:.2f} "
             f"d, mean JCT {summary['mean_jct_s'] / 3600:.2f} h)"
         )
-    if args.env_steps:
+    if env_steps:
         from ddl_gym.env import ClusterEnv
 
         env = ClusterEnv(trace="philly-week", cluster="nvswitch512")
-        rate, steps, episodes = bench_env(env, args.env_steps, seed=0)
+        rate, steps, episodes = bench_env(env, env_steps, seed=0)
         print(
             f"env random-valid | Philly week, 512 GPUs, K=8 M=8: "
             f"{rate:,.0f} steps/CPU-s ({steps} steps)"

@@ -3,7 +3,7 @@
 The seed paper's simulator (ArtISt-sim, aakash-sharma/cluster-sim @ 4cd660e)
 differs from our default engine in how a job progresses, how GPUs are leased
 and re-offered and where a job is put, not only in its performance model.
-``DESIGN.md`` section 1.1 states those semantics; this module re-states them
+``docs/design.md`` section 1.1 states those semantics; this module re-states them
 (facts, not the authors' code) as an event loop over individual GPUs, with
 every difference to our default model a named switch (:class:`SeedSwitches`):
 
@@ -85,12 +85,12 @@ class SeedSwitches:
     lease_s: float = 20.0
     checkpoint_s_per_gpu: float = 1.0
     tick_s: float = 60.0
-    # every free GPU is offered (DESIGN.md 1.1: "all"), or a release's GPUs
+    # every free GPU is offered (docs/design.md 1.1: "all"), or a release's GPUs
     # alone, as the stored ResourceAvailableEvent does ("released")
     offer_scope: str = "all"
     checkpoint_on_completion: bool = True  # a finished job's GPUs wait too
-    offer_on_lease_expiry: bool = True  # a lease's end is an offer point (DESIGN.md 1.1)
-    # a tick every tick_s while a job waits ("waiting", DESIGN.md 1.1), or only
+    offer_on_lease_expiry: bool = True  # a lease's end is an offer point (docs/design.md 1.1)
+    # a tick every tick_s while a job waits ("waiting", docs/design.md 1.1), or only
     # when the event queue runs empty, as the stored ClusterEventQueue.start ("idle")
     tick: str = "waiting"
     # GPU.markLeaseEnd at the batch end: released GPUs are unleased at once
@@ -254,7 +254,7 @@ class SeedDally:
             h.add(sim.now, wait, self._horizon(sim), self.history_prune)
 
 
-# The seed's static consolidation-sensitive class (DESIGN.md section 1.1).
+# The seed's static consolidation-sensitive class (docs/design.md section 1.1).
 SEED_SENSITIVE = frozenset({"vgg11", "alexnet", "mobilenet_v3"})
 
 

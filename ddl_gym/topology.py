@@ -78,7 +78,7 @@ class Fabric:
             hashable). It is what a cluster's measurements say a model really
             moves per iteration: mixed precision, gradient compression and
             the framework's buckets differ from the fp32 parameter count.
-            Fitted per cluster by ``ddl_gym.calibrate``; models not listed
+            Fitted per cluster by ``ddl_gym.fidelity.calibrate``; models not listed
             move their catalogue bytes (factor 1).
         description: where the numbers come from.
     """
@@ -277,7 +277,7 @@ FABRICS: dict[str, Fabric] = {
 }
 
 
-# Saved presets (e.g. fitted by ``ddl_gym.calibrate``) ship as JSON here.
+# Saved presets (e.g. fitted by ``ddl_gym.fidelity.calibrate``) ship as JSON here.
 SAVED_FABRICS_DIR = Path(__file__).parent / "fabrics"
 
 

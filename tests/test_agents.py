@@ -27,8 +27,8 @@ from ddl_gym.engine import (  # noqa: E402
     Wait,
     run_policy,  # noqa: E402
 )
+from ddl_gym.env.wrappers import FlattenClusterObs  # noqa: E402
 from ddl_gym.traces import default_trace, window  # noqa: E402
-from ddl_gym.wrappers import FlattenClusterObs  # noqa: E402
 from tests.helpers import InvariantChecker, flat_config  # noqa: E402
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ddl_gym.calibrate import (
+from ddl_gym.fidelity.calibrate import (
     abs_rel_error,
     error_table,
     fit_fabric,
@@ -20,7 +20,7 @@ from ddl_gym.calibrate import (
     predict_ratio,
     save_fitted,
 )
-from ddl_gym.measured import (
+from ddl_gym.fidelity.measured import (
     MeasuredTableError,
     load_measured,
     parse_placement,
@@ -399,7 +399,7 @@ def test_shipped_fitted_presets_load_by_name():
 def test_report_script_end_to_end_on_one_cluster(tmp_path):
     """``scripts/calibrate.py`` on Gavel K80 alone: the report has the headline
     per level, the fitted multipliers and the plot, and saves nothing."""
-    from ddl_gym.report import calibration as script
+    from ddl_gym.fidelity import report as script
 
     before = sorted(p.stat().st_mtime for p in (REPO / "ddl_gym" / "fabrics").glob("*.json"))
     argv = ["--data", str(DATA), "--out", str(tmp_path), "--clusters", "gavel_k80", "--no-save"]
@@ -457,7 +457,7 @@ def test_shipped_pollux_preset_runs_in_simulate_with_its_multipliers():
 
 def _fit_of(fabric: Fabric, nic_gb: float = 1.0, overlap: float = 0.0, **scale: float):
     """A fit result holding ``fabric`` with the given NIC, overlap, multipliers."""
-    from ddl_gym.calibrate import FitResult
+    from ddl_gym.fidelity.calibrate import FitResult
 
     fabric = replace(
         fabric, nic=Link(nic_gb * GB, nic_gb * 10 * US), overlap=overlap, comm_scale=scale
@@ -466,7 +466,7 @@ def _fit_of(fabric: Fabric, nic_gb: float = 1.0, overlap: float = 0.0, **scale: 
 
 
 def test_transfer_prior_pools_physical_and_model_terms_separately():
-    from ddl_gym.calibrate import transfer_prior
+    from ddl_gym.fidelity.calibrate import transfer_prior
 
     shared = replace(_truth("shared"), comm_scale=())
     fits = {
@@ -490,8 +490,8 @@ def test_transfer_prior_applies_model_cards_to_the_target_configuration():
     a card pooled from a cluster that ran the catalogue's configuration is
     applied to Pollux's bytes, and Pollux's own multiplier, divided by its
     configuration factor, is what another cluster inherits."""
-    from ddl_gym.calibrate import transfer_prior
-    from ddl_gym.measured import configuration_factor
+    from ddl_gym.fidelity.calibrate import transfer_prior
+    from ddl_gym.fidelity.measured import configuration_factor
     from ddl_gym.profiles import get_profile
 
     ncf = configuration_factor("pollux_t4", "ncf")
@@ -512,7 +512,7 @@ def test_transfer_prior_applies_model_cards_to_the_target_configuration():
 
 
 def test_calibration_rows_are_single_server_multi_gpu_and_seeded():
-    from ddl_gym.calibrate import calibration_rows
+    from ddl_gym.fidelity.calibrate import calibration_rows
 
     df = _synthetic(_truth("shared"))
     rows = calibration_rows(df, 3, seed=1)
@@ -529,7 +529,7 @@ def test_calibrate_server_leaves_a_prior_that_hides_all_communication():
     each row at its reference's time, a flat cost for a local solver (and so
     are the built-in presets' starts): the refit still finds the hardware's
     GPU link from the rows."""
-    from ddl_gym.calibrate import calibrate_server
+    from ddl_gym.fidelity.calibrate import calibrate_server
 
     truth = replace(_truth("shared", gpu_link_sharing=0.4), gpu_link=Link(0.5 * GB, 30 * US))
     prior = replace(truth, gpu_link=Link(6 * GB, 30 * US), description="the prior")
@@ -549,7 +549,7 @@ def test_leave_one_cluster_out_recovers_shared_hardware_and_skips_calibration_ro
     """Two clusters of one fabric: each predicted from the other alone is
     exact. A third with a 3x slower GPU link is exact only after calibrating
     on a few of its single-server rows, which are not scored."""
-    from ddl_gym.calibrate import FitResult, predict_leave_one_cluster_out
+    from ddl_gym.fidelity.calibrate import FitResult, predict_leave_one_cluster_out
 
     truth = _truth("shared", gpu_link_sharing=0.4)
     slow = replace(truth, gpu_link=Link(truth.gpu_link.bandwidth / 3, truth.gpu_link.latency))
@@ -576,8 +576,8 @@ def test_leave_one_cluster_out_gives_unstated_hardware_the_default_fabric():
     """A cluster that states its hardware (``measured.STATED_HARDWARE``) is
     predicted from the pooled links; one that does not, from the default
     fabric's links with the pooled model cards, whatever its measurements."""
-    from ddl_gym.calibrate import UNKNOWN_HARDWARE_FABRIC, predict_leave_one_cluster_out
-    from ddl_gym.measured import STATED_HARDWARE
+    from ddl_gym.fidelity.calibrate import UNKNOWN_HARDWARE_FABRIC, predict_leave_one_cluster_out
+    from ddl_gym.fidelity.measured import STATED_HARDWARE
 
     truth = _truth("shared", gpu_link_sharing=0.4)
     fits = {c: _fit_of(truth, resnet50=2.0) for c in ("gavel_k80", "gavel_p100", "mystery")}
@@ -620,7 +620,7 @@ def test_draw_table_reports_the_median_of_per_draw_figures():
     """The figure is the median over draws of each draw's median (not the
     median of the pooled errors, 0.2 here by chance too, nor one draw's),
     with the smallest and largest draw's median beside it."""
-    from ddl_gym.calibrate import draw_table
+    from ddl_gym.fidelity.calibrate import draw_table
 
     df, errs = _draws_case()
     t = draw_table(df, errs).set_index(["cluster", "level"])
@@ -642,7 +642,7 @@ def test_report_transfer_cell_is_the_median_over_draws_with_its_range():
     """``ddl-gym calibrate``'s transfer table at k > 0: median / p90 over
     draws and the range of the draws' medians; no range where every draw
     agrees, nor at k = 0 (one draw: nothing is drawn)."""
-    from ddl_gym.report.calibration import _loco_summary, _transfer_table
+    from ddl_gym.fidelity.report import _loco_summary, _transfer_table
 
     df, errs = _draws_case()
     df = df.assign(ratio=1.0)
@@ -663,7 +663,7 @@ def test_leave_one_cluster_out_draws_are_seeded_and_differ():
     """Draw i uses calibration-row seed ``seed + i``: the same seed gives the
     same numbers, the draws calibrate on different rows, and at k = 0 there
     is one draw."""
-    from ddl_gym.calibrate import (
+    from ddl_gym.fidelity.calibrate import (
         FitResult,
         draw_seeds,
         predict_leave_one_cluster_out,
@@ -693,7 +693,7 @@ def test_leave_one_cluster_out_draws_are_seeded_and_differ():
 
 
 def test_report_rejects_zero_draws(tmp_path):
-    from ddl_gym.report import calibration as script
+    from ddl_gym.fidelity import report as script
 
     with pytest.raises(SystemExit) as exc:
         script.main(["--data", str(tmp_path), "--out", str(tmp_path), "--draws", "0"])
@@ -705,7 +705,7 @@ def test_report_rejects_zero_draws(tmp_path):
 
 @needs_data
 def test_alibaba_worker_cv_gives_the_straggler_sigma():
-    from ddl_gym.measured import ALIBABA_CV, read_worker_cv
+    from ddl_gym.fidelity.measured import ALIBABA_CV, read_worker_cv
     from ddl_gym.topology import ALIBABA_PAI_STRAGGLER_SIGMA
 
     cv = read_worker_cv(DATA / ALIBABA_CV)
@@ -714,7 +714,7 @@ def test_alibaba_worker_cv_gives_the_straggler_sigma():
 
 
 def test_worker_cv_rejects_bad_values(tmp_path):
-    from ddl_gym.measured import read_worker_cv
+    from ddl_gym.fidelity.measured import read_worker_cv
 
     path = tmp_path / "cv.csv"
     path.write_text(",0,1\n0,0.1,0.2\n1,0.3,x\n")
@@ -733,7 +733,7 @@ def test_real_transfer_between_gavel_k80_and_p100(measured):
     alone: the network carries over (multi-node median under 15 %: 7.7 % and
     12.6 % measured), the servers do not until three single-server rows of
     the new hardware calibrate the GPU link (P100 machine: 32.8 % -> 8.4 %)."""
-    from ddl_gym.calibrate import predict_leave_one_cluster_out
+    from ddl_gym.fidelity.calibrate import predict_leave_one_cluster_out
 
     df = measured[measured["cluster"].isin(["gavel_k80", "gavel_p100"])].reset_index(drop=True)
     fits = {
@@ -776,7 +776,7 @@ def _rows(cluster: str, rows: list[tuple[str, tuple[int, ...], float, float]]) -
 
 
 def test_repeat_spread_pairs_repeats_and_skips_copies():
-    from ddl_gym.calibrate import repeat_spread
+    from ddl_gym.fidelity.calibrate import repeat_spread
 
     df = _rows(
         "p",
@@ -804,7 +804,7 @@ def test_monotone_floor_counts_points_no_data_parallel_model_can_reach():
     (1.00, 2.69, 1.06) keeps 2 of 3 within 15 %, (0.65, 1.04, 0.68) only
     1.04; a lone 0.5 and 0.8 need errors of 100 % and 25 %, so the best
     median over those two is 25 %."""
-    from ddl_gym.calibrate import monotone_floor
+    from ddl_gym.fidelity.calibrate import monotone_floor
 
     df = _rows(
         "v",
@@ -834,7 +834,7 @@ def test_comm_time_floor_one_value_per_model_and_gpu_count_non_decreasing():
     C in [0.7, 0.725] and then 1.2 (C <= 0.38) is out, so 2 of 4 are missed
     (3 without the order). Half the points within t: 1.5 and 1.2 at
     0.5 - 1.5 t <= 0.2 + 1.2 t, t = 1/9."""
-    from ddl_gym.calibrate import comm_time_floor
+    from ddl_gym.fidelity.calibrate import comm_time_floor
 
     rows = [("a", (2,), 1.5), ("b", (2,), 2.0), ("c", (2,), 3.0), ("d", (4,), 1.2)]
     df = _rows("v", [(j, p, r, r) for j, p, r in rows]).assign(t_compute=1.0)
@@ -893,7 +893,7 @@ def test_every_form_grows_exposed_comm_log_concavely_on_one_server():
 def test_exposed_growth_counts_log_convex_jobs():
     """Exposed times 10, 20, 30 ms (x2, x1.5: log-concave) and 10, 15, 30 ms
     (x1.5, x2: log-convex); a job with an exposed time <= 0 is left out."""
-    from ddl_gym.calibrate import exposed_growth
+    from ddl_gym.fidelity.calibrate import exposed_growth
 
     rows = []
     for job, exposed in (("a", (0.01, 0.02, 0.03)), ("b", (0.01, 0.015, 0.03)), ("z", (0, 1, 2))):
@@ -909,7 +909,7 @@ def test_ratio_predictor_arrays_equal_perf_model_allreduce():
     """The vectorised all-reduce of the fits is PerfModel's, pair by pair, in
     all three forms, with sharing exponents, multipliers, latencies, DDP
     buckets or per-layer all-reduce, on one and several servers."""
-    from ddl_gym.calibrate import RatioPredictor
+    from ddl_gym.fidelity.calibrate import RatioPredictor
 
     rows = []
     for model in ("resnet50", "bert_base", "ncf", "vgg16"):

@@ -3,6 +3,7 @@ running ``python -m ddl_gym.cli``, which is what the console script calls)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -186,7 +187,9 @@ def test_bench(tmp_path):
     assert "jobs_per_s" in out and "small" in out
 
 
-def test_train_and_evaluate_delegate(tmp_path):
+def test_train_and_evaluate_call_the_agents_library(tmp_path):
+    """``train`` and ``evaluate`` call ``agents.train.train`` and
+    ``agents.evaluate.evaluate`` with the scenario's settings as arguments."""
     out = tmp_path / "agent"
     proc = cli(
         "train",
@@ -196,13 +199,14 @@ def test_train_and_evaluate_delegate(tmp_path):
         str(out),
         "--timesteps",
         "64",
-        "--",
         "--vec-env",
         "dummy",
         "--no-progress",
     )
     assert "best model" in proc.stdout
-    assert (out / "train_config.toml").is_file()
+    saved = json.loads((out / "config.json").read_text())
+    assert saved["total_timesteps"] == 64 and saved["vec_env"] == "dummy"
+    assert saved["env"]["cluster"] == "seed64" and saved["split"]["traces"] == ["default:0-9"]
     model = next(out.glob("*.zip"))
     ev = cli(
         "evaluate",
@@ -212,14 +216,19 @@ def test_train_and_evaluate_delegate(tmp_path):
         str(model),
         "--seeds",
         "0",
-        "--",
         "--baselines",
         "fifo",
         "--window-h",
         "2",
+        "--no-progress",
     )
     assert "fifo" in ev.stdout and "mean JCT" in ev.stdout
     assert_user_error(cli("train", "-s", "small", "--out", str(out), check=False), "synthetic")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("seed = [unclosed\n")
+    assert_user_error(
+        cli("train", "--train-config", str(bad), "--out", str(out), check=False), "not valid TOML"
+    )
 
 
 def test_compare_local_writes_cells_and_report(tmp_path):

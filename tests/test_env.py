@@ -16,10 +16,10 @@ import ddl_gym
 from ddl_gym.engine import WAIT, Place, Preempt, Status, simulate
 from ddl_gym.env import ClusterEnv, heuristic_rollout
 from ddl_gym.env.observation import GLOBAL_FIELDS, PENDING_FIELDS, RACK_FIELDS, RUNNING_FIELDS
+from ddl_gym.env.wrappers import FlattenClusterObs
 from ddl_gym.perf import Level
 from ddl_gym.topology import Cluster
 from ddl_gym.traces import default_trace, find_data_dir, head, load_trace, synthetic_trace
-from ddl_gym.wrappers import FlattenClusterObs
 from tests.helpers import make_trace
 
 SMALL = "ddl_gym/Small-v0"

@@ -117,3 +117,27 @@ def test_core_imports_without_torch():
         "assert 'torch' not in sys.modules, 'core ddl_gym imported torch'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+def test_front_door_and_no_reference_outside_the_repository():
+    """README.md is at most 300 lines; LICENSE and CITATION.cff exist; no
+    markdown or Python file cites the design document outside the repository
+    (``../shared/`` + its old upper-case name) or by that bare name: the design
+    is ``docs/design.md``."""
+    readme = (REPO / "README.md").read_text().splitlines()
+    assert len(readme) <= 300, f"README.md has {len(readme)} lines"
+    assert "Apache License" in (REPO / "LICENSE").read_text()
+    citation = (REPO / "CITATION.cff").read_text()
+    assert "cff-version: 1.2.0" in citation and "2401.16492" in citation
+    assert (REPO / "docs" / "design.md").is_file()
+    skip = {".venv", ".git", "build", "node_modules", ".pytest_cache", ".ruff_cache"}
+    old_name = "DESIGN" + ".md"  # spelled apart so this file does not match itself
+    bad = []
+    for path in [*REPO.rglob("*.md"), *REPO.rglob("*.py")]:
+        rel = path.relative_to(REPO)
+        if skip & set(rel.parts) or rel.parts[0].endswith(".egg-info"):
+            continue
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if old_name in line or "shared/" + "DESIGN" in line:
+                bad.append(f"{rel}:{n}: {line.strip()}")
+    assert not bad, "cite docs/design.md instead:\n" + "\n".join(bad)

@@ -136,7 +136,7 @@ def test_tightest_shapes():
 
 
 # The seed authors' network simulator, 8-GPU job: one machine / two machines
-# of one rack / two racks (DESIGN.md section 1).
+# of one rack / two racks (docs/design.md section 1).
 AUTHORS = {
     "resnet50": (1.12, 1.12, 1.50),
     "resnet18": (1.04, 2.06, 28.8),

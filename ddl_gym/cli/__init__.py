@@ -1,5 +1,5 @@
 """The ``ddl-gym`` command line (``ddl_gym.cli.main``); one module per command
-group. ``python -m ddl_gym.cli`` runs it too."""
+(``common``: the pieces they share). ``python -m ddl_gym.cli`` runs it too."""
 
 from ddl_gym.cli.main import main
 

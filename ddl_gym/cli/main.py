@@ -17,9 +17,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ddl_gym.cli import misc as cli_misc
+from ddl_gym.cli import bench as cli_bench
+from ddl_gym.cli import calibrate as cli_calibrate
+from ddl_gym.cli import evaluate as cli_evaluate
+from ddl_gym.cli import scenarios as cli_scenarios
 from ddl_gym.cli import simulate as cli_simulate
 from ddl_gym.cli import traces as cli_traces
+from ddl_gym.cli import train as cli_train
 from ddl_gym.cli.common import CliError
 
 
@@ -32,13 +36,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--debug", action="store_true", help="show tracebacks of errors")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    cli_misc.register_scenarios(sub)
+    cli_scenarios.register(sub)
     cli_simulate.register(sub)
     _register_compare(sub)
-    cli_misc.register_train_evaluate(sub)
-    cli_misc.register_calibrate(sub)
+    cli_train.register(sub)
+    cli_evaluate.register(sub)
+    cli_calibrate.register(sub)
     cli_traces.register(sub)
-    cli_misc.register_bench(sub)
+    cli_bench.register(sub)
     return p
 
 

@@ -6,17 +6,20 @@ and the variants in ``ddl_gym.ENV_VARIANTS``), one module per job:
 * ``actions``: discrete index <-> engine action;
 * ``sources``: ``trace=`` arguments and each episode's engine;
 * ``set_env`` / ``set_observation``: ``SetClusterEnv``, the same env with a
-  size-free candidate-set observation (any cluster, any queue length).
+  size-free candidate-set observation (any cluster, any queue length);
+* ``wrappers``: ``FlattenClusterObs`` (one flat ``Box`` for MLP policies).
 """
 
 from ddl_gym.env.cluster_env import REWARDS, ClusterEnv, heuristic_rollout
 from ddl_gym.env.set_env import SetClusterEnv
 from ddl_gym.env.sources import EpisodeSource, resolve_trace
+from ddl_gym.env.wrappers import FlattenClusterObs
 
 __all__ = [
     "REWARDS",
     "ClusterEnv",
     "EpisodeSource",
+    "FlattenClusterObs",
     "SetClusterEnv",
     "heuristic_rollout",
     "resolve_trace",

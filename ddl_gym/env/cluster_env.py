@@ -8,7 +8,7 @@ drives an ``Engine`` with the same actions heuristics use (``Place``,
 ``Preempt``, ``Wait``), so ``env.view`` lets a heuristic act on the env and
 ``action_index`` / ``engine_action`` translate between the two action forms.
 
-Design notes (why, beyond DESIGN.md section 5):
+Design notes (why, beyond docs/design.md section 5):
 
 * Non-WAIT actions act at the current instant, so one instant may see many
   steps; only WAIT moves time and therefore only WAIT earns a non-zero reward.

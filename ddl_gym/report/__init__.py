@@ -1,7 +1,7 @@
-"""Run folders (tables, config, report.md), plots, and the network model's
-calibration report.
+"""Run folders (tables, config, report.md) and plots.
 
 ``run_folder`` writes what a ``simulate`` / ``compare`` run produced;
 ``plots`` draws it (matplotlib, the ``plots`` extra, imported only when
-drawing); ``calibration`` is the fidelity report behind ``ddl-gym calibrate``.
+drawing); ``readme_figures`` regenerates the README's figures. The network
+model's fidelity report is ``ddl_gym.fidelity.report``.
 """

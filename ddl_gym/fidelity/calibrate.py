@@ -1,6 +1,6 @@
 """Fidelity of the network model: predict measured placement tables, fit fabrics.
 
-The measured points come from :mod:`ddl_gym.measured` (Gavel, Pollux,
+The measured points come from :mod:`ddl_gym.fidelity.measured` (Gavel, Pollux,
 Chronus). Every point is a ratio ``t_iter(placement) / t_iter(reference)``
 with a known single-GPU compute time, so :func:`predict_ratio` asks
 :class:`ddl_gym.perf.PerfModel` for both iteration times on a one-rack cluster
@@ -19,7 +19,7 @@ For hardware no table measured, :func:`transfer_prior` pools the fits of
 other clusters in one form (``"shared"``): link parameters and per-model
 gradient-byte multipliers separately, so either carries on its own (a
 model's multiplier as a card relative to the configuration each table ran,
-:func:`ddl_gym.measured.configuration_factor`); :func:`calibrate_server`
+:func:`ddl_gym.fidelity.measured.configuration_factor`); :func:`calibrate_server`
 refits the GPU link to a few single-server rows of the new hardware, and
 :func:`predict_leave_one_cluster_out` scores the whole chain by holding each
 measured cluster out in turn (:func:`draw_table` summarizes it over several
@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import least_squares
 
-from ddl_gym.measured import STATED_HARDWARE, configuration_factor
+from ddl_gym.fidelity.measured import STATED_HARDWARE, configuration_factor
 from ddl_gym.perf import Shape
 from ddl_gym.profiles import bucket_sizes, get_profile
 from ddl_gym.topology import (
@@ -360,7 +360,7 @@ def fit_fabric(
     """Fit fabric parameters to measured points by least squares on log ratio.
 
     Args:
-        df: measured points (see :mod:`ddl_gym.measured`), of one cluster.
+        df: measured points (see :mod:`ddl_gym.fidelity.measured`), of one cluster.
         base: fabric whose other fields (bucket size, uplink, ...) are kept and
             whose values are the first start.
         algorithm: ``"ring"`` or ``"hierarchical"``; ``None`` fits both and
@@ -610,7 +610,7 @@ def transfer_prior(
     overlap and the sharing exponents the median, and a model's
     gradient-byte multiplier its "model card": what the framework makes of
     its bytes, the geometric mean over the clusters that measured it of
-    their multiplier divided by :func:`~ddl_gym.measured.configuration_factor`
+    their multiplier divided by :func:`~ddl_gym.fidelity.measured.configuration_factor`
     (the bytes of the configuration each table ran, over the catalogue's).
 
     ``target`` names the cluster predicted (its configurations give the

@@ -8,6 +8,10 @@ models, other clusters), saves the fitted presets and writes
 
     ddl-gym calibrate [--data DIR] [--out DIR] [--no-save] [--draws N]
     python scripts/calibrate.py ...      # the same
+
+:func:`run` goes step by step: :func:`select_rows`, :func:`table_limits`,
+:func:`fit_clusters`, :func:`hold_outs`, :func:`save_presets`,
+:func:`plot_predictions`, :func:`report_tables`, :func:`markdown`.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import matplotlib
@@ -25,7 +30,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np
 import pandas as pd
 
-from ddl_gym.calibrate import (
+from ddl_gym.fidelity.calibrate import (
     CALIBRATION_DRAWS,
     SCALE_PREFIX,
     TRANSFER_ALGORITHM,
@@ -54,7 +59,7 @@ from ddl_gym.calibrate import (
     save_fitted,
     transfer_prior,
 )
-from ddl_gym.measured import (
+from ddl_gym.fidelity.measured import (
     ALIBABA_CV,
     GAVEL_SECOND_CAMPAIGN,
     STATED_HARDWARE,
@@ -69,6 +74,8 @@ from ddl_gym.topology import ALIBABA_PAI_STRAGGLER_SIGMA, FABRICS, Cluster, Stra
 from ddl_gym.traces import find_data_dir
 
 PRESET_PREFIX = "fitted_"
+DEFAULT_BASE = "pcie_25gbe"  # the preset whose unfitted fields the fits keep
+DEFAULT_LOSS = "soft_l1"
 CALIBRATION_K = (0, 3)  # measured single-server rows of the new hardware allowed
 
 
@@ -508,22 +515,62 @@ def _transfer_table(
     return pd.DataFrame(rows)
 
 
-def run(
-    data_dir: Path,
-    out_dir: Path,
-    save: bool,
-    base: str,
-    loss: str,
-    seed: int,
-    clusters: list[str] | None = None,
-    progress: bool = True,
-    draws: int = CALIBRATION_DRAWS,
-) -> str:
-    from tqdm.auto import tqdm
+# -- the run, step by step -----------------------------------------------------
+@dataclass(frozen=True)
+class TableLimits:
+    """What the tables allow whatever the model: repeatability, floors, growth."""
 
-    seeds = draw_seeds(seed, draws)  # the calibration rows' draws (checks draws >= 1)
+    noise: pd.DataFrame
+    floor: pd.DataFrame
+    comm_floor: pd.DataFrame
+    growth: pd.DataFrame
 
-    t0 = time.process_time()
+
+@dataclass(frozen=True)
+class ClusterFits:
+    """The untuned presets' errors and the per-cluster fits on all points."""
+
+    default_err: dict[str, np.ndarray]  # preset name -> error per row
+    fits: dict[str, FitResult]  # best form per cluster (the saved presets)
+    transfer_fits: dict[str, FitResult]  # the transfer form per cluster
+    fitted_err: np.ndarray  # in-sample error of ``fits``
+
+
+@dataclass(frozen=True)
+class HoldOuts:
+    """Errors on data the fits did not see (NaN where a row is not scored)."""
+
+    pred_pl: np.ndarray  # predicted ratios, placements held out
+    err_pl: np.ndarray
+    err_lomo: np.ndarray  # models held out
+    err_loco: dict[int, list[np.ndarray]]  # clusters held out: k -> one array per draw
+    pred_pooled: np.ndarray  # clusters held out, pooled links for every cluster
+    err_pooled: np.ndarray
+    err_all_rows: np.ndarray  # GPU link refitted to all single-server rows
+    err_own: np.ndarray  # pooled links with the cluster's own model terms
+    net_err: dict[str, list[float]]  # NIC refitted to k multi-node rows, per draw
+
+
+class _Steps:
+    """The progress bar of the fits, one step per fit (or fold)."""
+
+    def __init__(self, total: int, progress: bool) -> None:
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(
+            total=total, desc="calibrate", unit="fit", disable=not progress, leave=False
+        )
+
+    def __call__(self, what: str) -> None:
+        self.bar.set_postfix_str(what, refresh=False)
+        self.bar.update(1)
+
+    def close(self) -> None:
+        self.bar.close()
+
+
+def select_rows(data_dir: Path, clusters: list[str] | None) -> pd.DataFrame:
+    """The measured rows of ``clusters`` (all when None), checked by name."""
     df = load_measured(data_dir)
     known = sorted(df["cluster"].unique())
     if clusters:
@@ -531,22 +578,27 @@ def run(
         if unknown:
             raise ValueError(f"unknown cluster(s) {', '.join(unknown)}; known: {', '.join(known)}")
         df = df[df["cluster"].isin(clusters)].reset_index(drop=True)
-    clusters = sorted(df["cluster"].unique())
-    informative = df[~df["is_reference"]]
-    counts = informative.groupby(["cluster", "level"]).size().unstack(fill_value=0).reset_index()
+    return df
 
+
+def table_limits(df: pd.DataFrame, data_dir: Path, clusters: list[str]) -> TableLimits:
+    """Repeatability (with Gavel's second campaign when readable) and the floors."""
     try:
         second = read_gavel_json(data_dir / GAVEL_SECOND_CAMPAIGN)
         second = second[second["cluster"].isin(clusters)]
     except MeasuredTableError:
         second = None  # the repeatability table then covers within-table repeats only
-    noise = repeat_spread(df, second)
-    floor = monotone_floor(df)
-    comm_floor = comm_time_floor(df)
-    growth = exposed_growth(df)
+    return TableLimits(
+        noise=repeat_spread(df, second),
+        floor=monotone_floor(df),
+        comm_floor=comm_time_floor(df),
+        growth=exposed_growth(df),
+    )
 
-    folds = placement_folds(df, k=4, seed=seed)
-    total = (
+
+def fit_step_count(df: pd.DataFrame, clusters: list[str], folds: np.ndarray) -> int:
+    """How many steps :func:`fit_clusters` and :func:`hold_outs` report."""
+    return (
         len(FABRICS)
         + 2 * len(clusters)
         + count_placement_folds(df, folds)
@@ -554,20 +606,19 @@ def run(
         + len(CALIBRATION_K)
         + 1
     )
-    bar = tqdm(total=total, desc="calibrate", unit="fit", disable=not progress, leave=False)
 
-    def step(what: str) -> None:
-        bar.set_postfix_str(what, refresh=False)
-        bar.update(1)
 
-    # 1. Untuned presets.
+def fit_clusters(
+    df: pd.DataFrame, clusters: list[str], base: str, loss: str, step: Callable[[str], None]
+) -> ClusterFits:
+    """1. The untuned presets; 2. one fit per cluster on all its points (the
+    saved presets), and one in the transfer form (pooled for clusters it did
+    not see)."""
     default_err = {}
     for name, f in FABRICS.items():
         default_err[name] = abs_rel_error(df, predict_ratio(df, f))
         step(f"preset {name}")
 
-    # 2. One fit per cluster on all its points (the saved presets), and one
-    # in the transfer form (pooled for clusters it did not see).
     fits: dict[str, FitResult] = {}
     transfer_fits: dict[str, FitResult] = {}
     fitted_err = np.full(len(df), np.nan)
@@ -581,11 +632,25 @@ def run(
         else:
             transfer_fits[c] = fit_fabric(df.iloc[idx], base, TRANSFER_ALGORITHM, name=c, loss=loss)
         step(f"fit {c} ({TRANSFER_ALGORITHM})")
+    return ClusterFits(default_err, fits, transfer_fits, fitted_err)
 
-    # 3. Hold-outs, each cluster in the form its full fit chose (a third of
-    # the fits of trying all three every time; the choice of form is the only
-    # thing the held-out folds share with the full fit).
-    forms = {c: fit.fabric.algorithm for c, fit in fits.items()}
+
+def hold_outs(
+    df: pd.DataFrame,
+    clusters: list[str],
+    folds: np.ndarray,
+    cf: ClusterFits,
+    base: str,
+    loss: str,
+    seed: int,
+    draws: int,
+    step: Callable[[str], None],
+) -> HoldOuts:
+    """3. Hold-outs: placements, models, clusters (and its variants for the
+    limits), each cluster in the form its full fit chose (a third of the fits
+    of trying all three every time; the choice of form is the only thing the
+    held-out folds share with the full fit)."""
+    forms = {c: fit.fabric.algorithm for c, fit in cf.fits.items()}
     pred_pl = predict_placement_cv(
         df, folds, base, loss=loss, progress=lambda: step("placement CV"), algorithms=forms
     )
@@ -598,15 +663,33 @@ def run(
     # calibration rows (which rows a user measures moves the figure).
     err_loco: dict[int, list[np.ndarray]] = {}
     for k in CALIBRATION_K:
-        preds = predict_leave_one_cluster_out_draws(df, transfer_fits, k, seed, draws)
+        preds = predict_leave_one_cluster_out_draws(df, cf.transfer_fits, k, seed, draws)
         err_loco[k] = [abs_rel_error(df, pred) for pred in preds]
         step(f"leave-one-cluster-out k={k}")
     # The same with the pooled links for every cluster, stated hardware or
     # not (what the transfer assumed before the unknown-hardware rule), and
-    # the GPU link refitted to *all* of a cluster's single-server rows: the
-    # most any k can give the one parameter the protocol calibrates.
-    pred_pooled, _ = predict_leave_one_cluster_out(df, transfer_fits, 0, seed, None)
-    err_pooled = abs_rel_error(df, pred_pooled)
+    # the GPU link refitted to *all* of a cluster's single-server rows.
+    pred_pooled, _ = predict_leave_one_cluster_out(df, cf.transfer_fits, 0, seed, None)
+    err_all_rows = _all_rows_errors(df, clusters, cf.transfer_fits)
+    step("leave-one-cluster-out, pooled links and all rows")
+    return HoldOuts(
+        pred_pl=pred_pl,
+        err_pl=err_pl,
+        err_lomo=err_lomo,
+        err_loco=err_loco,
+        pred_pooled=pred_pooled,
+        err_pooled=abs_rel_error(df, pred_pooled),
+        err_all_rows=err_all_rows,
+        err_own=_own_terms_errors(df, clusters, cf.transfer_fits),
+        net_err=_network_refit_errors(df, clusters, cf.transfer_fits, draw_seeds(seed, draws)),
+    )
+
+
+def _all_rows_errors(
+    df: pd.DataFrame, clusters: list[str], transfer_fits: dict[str, FitResult]
+) -> np.ndarray:
+    """The GPU link refitted to *all* of a held-out cluster's single-server
+    rows: the most any k can give the one parameter the protocol calibrates."""
     err_all_rows = np.full(len(df), np.nan)
     for c in clusters if len(clusters) > 1 else ():
         idx = np.flatnonzero(df["cluster"].to_numpy() == c)
@@ -620,19 +703,30 @@ def run(
             models=part["model"].unique(),
         )
         err_all_rows[idx] = abs_rel_error(part, predict_ratio(part, calibrate_server(prior, rows)))
-    step("leave-one-cluster-out, pooled links and all rows")
-    # What limits transfer: the pooled links with the cluster's *own* model
-    # terms (multipliers fitted on it), i.e. as if every model had been
-    # measured on other hardware before.
+    return err_all_rows
+
+
+def _own_terms_errors(
+    df: pd.DataFrame, clusters: list[str], transfer_fits: dict[str, FitResult]
+) -> np.ndarray:
+    """What limits transfer: the pooled links with the cluster's *own* model
+    terms (multipliers fitted on it), i.e. as if every model had been
+    measured on other hardware before."""
     own_terms = np.full(len(df), np.nan)
     for c in clusters if len(clusters) > 1 else ():
         idx = np.flatnonzero(df["cluster"].to_numpy() == c)
         prior = transfer_prior({o: f for o, f in transfer_fits.items() if o != c})
         own = replace(prior, comm_scale=transfer_fits[c].fabric.comm_scale)
         own_terms[idx] = predict_ratio(df.iloc[idx], own)
-    err_own = abs_rel_error(df, own_terms)
-    # Tables with no single-server rows (Chronus): the NIC refitted to k of
-    # their multi-node rows instead, outside the protocol, for the limits.
+    return abs_rel_error(df, own_terms)
+
+
+def _network_refit_errors(
+    df: pd.DataFrame, clusters: list[str], transfer_fits: dict[str, FitResult], seeds: list[int]
+) -> dict[str, list[float]]:
+    """Tables with no single-server rows (Chronus): the NIC refitted to k of
+    their multi-node rows instead, outside the protocol, for the limits; one
+    median error per draw (the same draws as the protocol's rows)."""
     k_hi = max(CALIBRATION_K)
     net_err: dict[str, list[float]] = {}
     for c in clusters if len(clusters) > 1 else ():
@@ -646,25 +740,35 @@ def run(
         )
         informative = np.flatnonzero(~part["is_reference"].to_numpy())
         net_err[c] = []
-        for s in seeds:  # the same draws as the protocol's rows
+        for s in seeds:
             rng = np.random.default_rng(s)
             rows = rng.choice(informative, min(k_hi, len(informative)), False)
             fabric = calibrate_network(prior, part.iloc[np.sort(rows)])
             scored = np.setdiff1d(informative, rows)
             pred = predict_ratio(part.iloc[scored], fabric)
             net_err[c].append(float(np.median(abs_rel_error(part.iloc[scored], pred))))
-    bar.close()
+    return net_err
 
+
+def save_presets(fits: dict[str, FitResult]) -> list[Path]:
+    """Save every cluster's fit as a preset in ``ddl_gym/fabrics/``."""
     saved = []
-    if save:
-        for c, fit in fits.items():
-            desc = (
-                f"fitted by ddl_gym.calibrate to {c} ({fit.points} measured points, "
-                f"rms log error {fit.rms_log_error:.3f}); uplink = NIC (not measured)"
-            )
-            saved.append(save_fitted(fit, description=desc))
+    for c, fit in fits.items():
+        # the shipped presets' description names the fitting module as it was
+        # when they were fitted; kept so that a refit reproduces them byte for byte
+        desc = (
+            f"fitted by ddl_gym.calibrate to {c} ({fit.points} measured points, "
+            f"rms log error {fit.rms_log_error:.3f}); uplink = NIC (not measured)"
+        )
+        saved.append(save_fitted(fit, description=desc))
+    return saved
 
-    # -- plot: predicted vs measured iteration time (Gavel + Pollux have times).
+
+def plot_predictions(
+    df: pd.DataFrame, clusters: list[str], base: str, pred_pl: np.ndarray, out_dir: Path
+) -> None:
+    """``calibration.png``: predicted vs measured iteration time (Gavel and
+    Pollux have times), untuned and with placements held out."""
     timed = ~df["t_iter"].isna().to_numpy() & ~df["is_reference"].to_numpy()
     fig, axes = plt.subplots(1, 2, figsize=(11, 5), sharex=True, sharey=True)
     panels = [
@@ -709,19 +813,37 @@ def run(
     fig.savefig(out_dir / "calibration.png", dpi=120)
     plt.close(fig)
 
-    # -- markdown.
-    def by_cluster(err: np.ndarray) -> pd.DataFrame:
-        m = ~np.isnan(err)
-        return error_table(df[m], err[m])
 
+@dataclass(frozen=True)
+class ReportTables:
+    """The report's tables and the figures its prose quotes."""
+
+    headline: pd.DataFrame
+    per_model: pd.DataFrame
+    params: pd.DataFrame
+    scales: pd.DataFrame
+    by_nodes: pd.DataFrame
+    err_none: np.ndarray  # predicting no communication cost at all
+    transfer: pd.DataFrame
+    presets_2s: pd.DataFrame
+    below_one: pd.Series
+    bias: dict[str, float]
+    defaults_tbl: pd.DataFrame
+
+
+def report_tables(
+    df: pd.DataFrame, clusters: list[str], cf: ClusterFits, ho: HoldOuts
+) -> ReportTables:
+    """Summaries of the errors for the markdown."""
+    err_pl = ho.err_pl
     headline = pd.concat(
-        [_loco_summary(df, err_loco[k], k) for k in CALIBRATION_K]
+        [_loco_summary(df, ho.err_loco[k], k) for k in CALIBRATION_K]
         + [
             _level_summary(df, err_pl, "fitted, held-out placements"),
-            _level_summary(df, err_lomo, "fitted, held-out models"),
-            _level_summary(df, fitted_err, "fitted, in-sample"),
+            _level_summary(df, ho.err_lomo, "fitted, held-out models"),
+            _level_summary(df, cf.fitted_err, "fitted, in-sample"),
         ]
-        + [_level_summary(df, e, f"untuned '{n}'") for n, e in default_err.items()],
+        + [_level_summary(df, e, f"untuned '{n}'") for n, e in cf.default_err.items()],
         ignore_index=True,
     )
     per_model = (
@@ -730,7 +852,7 @@ def run(
         .agg(points="size", median="median", p90=lambda s: s.quantile(0.9))
         .reset_index()
     )
-    params = pd.DataFrame([{"cluster": c, **_fmt_params(f)} for c, f in fits.items()])
+    params = pd.DataFrame([{"cluster": c, **_fmt_params(f)} for c, f in cf.fits.items()])
     scales = pd.DataFrame(
         [
             {
@@ -740,7 +862,7 @@ def run(
                 "multiplier": f"{factor:.3g}",
                 "effective MB": f"{get_profile(model).total_grad_bytes * factor / 1e6:.3g}",
             }
-            for c, f in fits.items()
+            for c, f in cf.fits.items()
             for model, factor in f.fabric.comm_scale
         ]
     )
@@ -751,12 +873,14 @@ def run(
         .reset_index()
     )
     err_none = abs_rel_error(df, np.ones(len(df)))  # every placement as fast as its reference
-    transfer = _transfer_table(df, err_pl, err_loco, err_all_rows, default_err, err_own, err_none)
-    presets_2s = _preset_two_server_table(df, fits)
+    transfer = _transfer_table(
+        df, err_pl, ho.err_loco, ho.err_all_rows, cf.default_err, ho.err_own, err_none
+    )
     informative_rows = ~df["is_reference"].to_numpy()
     below_one = (
         df[informative_rows & (df["ratio"].to_numpy() < 0.95)].groupby(["cluster", "level"]).size()
     )
+    pred_pooled = ho.pred_pooled
     bias = {
         c: float(np.nanmedian(np.log(pred_pooled[m] / df["ratio"].to_numpy()[m])))
         for c in clusters
@@ -764,9 +888,89 @@ def run(
         and not np.isnan(pred_pooled[m]).all()
     }
     defaults_tbl = pd.concat(
-        [error_table(df, e).assign(preset=n) for n, e in default_err.items()], ignore_index=True
+        [error_table(df, e).assign(preset=n) for n, e in cf.default_err.items()], ignore_index=True
     )
     defaults_tbl = defaults_tbl[["preset", "cluster", "level", "points", "median", "p90", "max"]]
+    return ReportTables(
+        headline=headline,
+        per_model=per_model,
+        params=params,
+        scales=scales,
+        by_nodes=by_nodes,
+        err_none=err_none,
+        transfer=transfer,
+        presets_2s=_preset_two_server_table(df, cf.fits),
+        below_one=below_one,
+        bias=bias,
+        defaults_tbl=defaults_tbl,
+    )
+
+
+def run(
+    data_dir: Path,
+    out_dir: Path,
+    save: bool,
+    base: str,
+    loss: str,
+    seed: int,
+    clusters: list[str] | None = None,
+    progress: bool = True,
+    draws: int = CALIBRATION_DRAWS,
+) -> str:
+    """The whole report: read, fit, hold out, save, plot, write; returns the markdown."""
+    seeds = draw_seeds(seed, draws)  # the calibration rows' draws (checks draws >= 1)
+    t0 = time.process_time()
+    df = select_rows(data_dir, clusters)
+    clusters = sorted(df["cluster"].unique())
+    limits = table_limits(df, data_dir, clusters)
+    folds = placement_folds(df, k=4, seed=seed)
+    steps = _Steps(fit_step_count(df, clusters, folds), progress)
+    cf = fit_clusters(df, clusters, base, loss, steps)
+    ho = hold_outs(df, clusters, folds, cf, base, loss, seed, draws, steps)
+    steps.close()
+    saved = save_presets(cf.fits) if save else []
+    plot_predictions(df, clusters, base, ho.pred_pl, out_dir)
+    tables = report_tables(df, clusters, cf, ho)
+    text = markdown(
+        df,
+        data_dir,
+        base,
+        loss,
+        seed,
+        seeds,
+        cf,
+        ho,
+        limits,
+        tables,
+        saved,
+        cpu_s=time.process_time() - t0,
+    )
+    (out_dir / "calibration.md").write_text(text)
+    return text
+
+
+def markdown(
+    df: pd.DataFrame,
+    data_dir: Path,
+    base: str,
+    loss: str,
+    seed: int,
+    seeds: list[int],
+    cf: ClusterFits,
+    ho: HoldOuts,
+    limits: TableLimits,
+    t: ReportTables,
+    saved: list[Path],
+    cpu_s: float,
+) -> str:
+    """``calibration.md``: the tables with the prose that reads them."""
+    draws = len(seeds)
+    informative = df[~df["is_reference"]]
+    counts = informative.groupby(["cluster", "level"]).size().unstack(fill_value=0).reset_index()
+
+    def by_cluster(err: np.ndarray) -> pd.DataFrame:
+        m = ~np.isnan(err)
+        return error_table(df[m], err[m])
 
     lines = [
         "# Fidelity of the network model (issues 6 and 16)",
@@ -774,7 +978,7 @@ def run(
         "Written by `scripts/calibrate.py` (do not edit by hand). Data: "
         f"`{data_dir}`; base fabric `{base}`, loss `{loss}`, placement-fold seed "
         f"{seed}, calibration-row seeds {seeds[0]}-{seeds[-1]} ({draws} draws); "
-        f"{time.process_time() - t0:.0f} s CPU.",
+        f"{cpu_s:.0f} s CPU.",
         "",
         "The error is the absolute relative error of the iteration time, "
         "|predicted / measured - 1|, over points whose placement differs from "
@@ -802,7 +1006,7 @@ def run(
         "draw's figure, and the last column gives the smallest and largest "
         "draw's median. Target: median under 15 % on unseen placements.",
         "",
-        _md(headline),
+        _md(t.headline),
         "",
         "![predicted vs measured](calibration.png)",
         "",
@@ -836,11 +1040,11 @@ def run(
             else ""
         ),
         "",
-        _md(params, "{}"),
+        _md(t.params, "{}"),
         "",
         "Fitted gradient-byte multipliers (saved with each preset):",
         "",
-        _md(scales, "{}"),
+        _md(t.scales, "{}"),
         "",
         "## Transfer to hardware the fit never saw (leave one cluster out)",
         "",
@@ -880,7 +1084,7 @@ def run(
         "untuned preset, and predicting no communication cost at all (every "
         "placement as fast as its reference).",
         "",
-        _md(transfer),
+        _md(t.transfer),
         "",
         "## Presets for current hardware: 2-server slowdowns",
         "",
@@ -897,7 +1101,7 @@ def run(
         "Link figures of the new presets come from vendor datasheets, cited "
         "in their `description` and in `ddl_gym/topology.py`.",
         "",
-        _md(presets_2s, "{}"),
+        _md(t.presets_2s, "{}"),
         "",
         "## What the tables allow: repeatability and a floor",
         "",
@@ -909,7 +1113,7 @@ def run(
         "only jobs fitted here). A model's median error below these is not "
         "to be expected.",
         "",
-        _md(noise, "{:.1%}"),
+        _md(limits.noise, "{:.1%}"),
         "",
         "Floor on one server: any data-parallel model gives a slowdown "
         "(iteration time over the 1-GPU time) of at least 1 that does not "
@@ -918,7 +1122,7 @@ def run(
         "predicted within 15 %; `best median` is the smallest median error "
         "such a model reaches in-sample.",
         "",
-        _md(floor, "{:.1%}"),
+        _md(limits.floor, "{:.1%}"),
         "",
         "A tighter floor, still above every form here: a free communication "
         "time per (model, GPU count), the same for every batch size of the "
@@ -929,7 +1133,7 @@ def run(
         "per-model multipliers is such a model, so none can beat it "
         "in-sample; compare the in-sample fit in the headline table.",
         "",
-        _md(comm_floor, "{:.1%}"),
+        _md(limits.comm_floor, "{:.1%}"),
         "",
         "Growth of the exposed communication time on one server, c(g) = "
         "t_iter(g GPUs) - t_1GPU, per job measured at 2, 4 and 8 GPUs with "
@@ -938,7 +1142,7 @@ def run(
         "from 2 to 4; tested over random fabrics): a `log-convex` job needs a "
         "cost that only its 8-GPU placement shows.",
         "",
-        _md(growth, "{:.2f}"),
+        _md(limits.growth, "{:.2f}"),
         "",
         "## Stragglers",
         "",
@@ -946,51 +1150,49 @@ def run(
         "",
         "## Held-out placements, per cluster and level",
         "",
-        _md(by_cluster(err_pl)),
+        _md(by_cluster(ho.err_pl)),
         "",
         "## Held-out placements, per cluster and number of servers",
         "",
-        _md(by_nodes),
+        _md(t.by_nodes),
         "",
         "## Held-out models, per cluster and level",
         "",
-        _md(by_cluster(err_lomo)),
+        _md(by_cluster(ho.err_lomo)),
         "",
         "## Untuned presets, per cluster and level",
         "",
-        _md(defaults_tbl),
+        _md(t.defaults_tbl),
         "",
         "## Held-out placements, per model",
         "",
-        _md(per_model),
+        _md(t.per_model),
         "",
         "## What limits the fidelity",
         "",
         *_limits(
             df,
-            err_pl,
-            err_loco,
-            err_own,
-            err_none,
-            below_one,
-            bias,
-            floor,
-            noise,
-            net_err,
+            ho.err_pl,
+            ho.err_loco,
+            ho.err_own,
+            t.err_none,
+            t.below_one,
+            t.bias,
+            limits.floor,
+            limits.noise,
+            ho.net_err,
             {
-                "fitted_err": fitted_err,
-                "err_all_rows": err_all_rows,
-                "err_pooled": err_pooled,
-                "comm_floor": comm_floor,
-                "growth": growth,
+                "fitted_err": cf.fitted_err,
+                "err_all_rows": ho.err_all_rows,
+                "err_pooled": ho.err_pooled,
+                "comm_floor": limits.comm_floor,
+                "growth": limits.growth,
                 "seeds": seeds,
             },
         ),
         "",
     ]
-    text = "\n".join(lines)
-    (out_dir / "calibration.md").write_text(text)
-    return text
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1009,13 +1211,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--base",
-        default="pcie_25gbe",
+        default=DEFAULT_BASE,
         choices=sorted(FABRICS),
         help="preset whose unfitted fields the fitted fabrics keep",
     )
     p.add_argument(
         "--loss",
-        default="soft_l1",
+        default=DEFAULT_LOSS,
         choices=["linear", "soft_l1", "cauchy"],
         help="least-squares loss (soft_l1, the default, and cauchy down-weight the tables' "
         "outliers: within-cluster CV 9.3%% on Chronus against 11.3%% with linear)",
@@ -1061,10 +1263,17 @@ def main(argv: list[str] | None = None) -> int:
         )
     except ValueError as err:
         p.error(str(err))
-    start = text.index("## Headline")
-    print(text[start : text.index("## Fitted parameters")])
-    print(f"wrote {args.out / 'calibration.md'} and {args.out / 'calibration.png'}")
+    print(summary(text, args.out))
     return 0
+
+
+def summary(text: str, out_dir: Path) -> str:
+    """What the command line prints of a report: its headline table and where it went."""
+    start = text.index("## Headline")
+    return (
+        text[start : text.index("## Fitted parameters")]
+        + f"\nwrote {out_dir / 'calibration.md'} and {out_dir / 'calibration.png'}"
+    )
 
 
 if __name__ == "__main__":
