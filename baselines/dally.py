@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from ddl_gym.engine import WAIT, Action, EngineView, Job, Preempt, Status
+from ddl_gym.engine import WAIT, Action, EngineView, Job, LeaseHints, Preempt, Status
 from ddl_gym.engine.actions import Place
 from ddl_gym.engine.packer import find_placement, gpus_held
 from ddl_gym.perf import Level
@@ -397,6 +397,7 @@ class DallyPolicy(BasePolicy):
         self._lease_test = partial(self._lease_matters, view)
         self._levels_at = partial(self._level_minima, view)
         self._reoffer_planned = None
+        view.hint(LeaseHints(wake_matters=self._matters))  # its wake-ups' test
         self._wake.clear()
         self._losers = []
         self._planned_at = -math.inf
@@ -505,7 +506,7 @@ class DallyPolicy(BasePolicy):
         self._asked[job.index] = asked
         fires = [network_timer] if tight == _RACK else [rack_timer, network_timer]
         for timer in fires:
-            self._wake.at(view, job.queued_since + timer * self.lease_s, self._matters)
+            self._wake.at(view, job.queued_since + timer * self.lease_s)
 
     # -- layer 2: re-offer expired leases by efficiency ---------------------
     def _enqueue(self, job: Job) -> None:
@@ -763,13 +764,16 @@ class DallyPolicy(BasePolicy):
             if self._needs_at != self._changes:
                 self._needs_at = self._changes
                 self._needs = self._lease_needs(view)
-            view.set_lease_floor(
-                self._needs[0][0],
-                self._needs,
-                self._level_minima(view),
-                self._levels_for,
-                self._lease_test,
-                self._levels_at,
+            view.hint(
+                LeaseHints(
+                    floor=self._needs[0][0],
+                    needs=self._needs,
+                    levels=self._level_minima(view),
+                    levels_for=self._levels_for,
+                    levels_at=self._levels_at,
+                    lease_matters=self._lease_test,
+                    wake_matters=self._matters,
+                )
             )
         return action
 

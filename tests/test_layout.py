@@ -117,3 +117,13 @@ def test_core_imports_without_torch():
         "assert 'torch' not in sys.modules, 'core ddl_gym imported torch'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+
+
+def test_engine_imports_nothing_from_baselines():
+    """The engine knows no policy: nothing under ``ddl_gym/engine/`` imports
+    ``ddl_gym.baselines`` (policies tell it what they need through
+    ``LeaseHints``)."""
+    for path in sorted((REPO / "ddl_gym/engine").glob("*.py")):
+        bad = {n for n in _imports(path) if n.split(".")[:2] == ["ddl_gym", "baselines"]}
+        bad |= {n for n in _imports(path) if n.split(".")[0] == "baselines"}
+        assert not bad, f"{path.name} imports {bad}"

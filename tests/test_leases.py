@@ -118,7 +118,7 @@ def test_lazy_leases_show_dally_the_same_instants(name):
 
 
 def test_dally_lease_floor_skips_only_instants_that_change_nothing():
-    """With lazy leases Dally sets an efficiency floor (``set_lease_floor``):
+    """With lazy leases Dally sets an efficiency floor (``LeaseHints``):
     instants where only leases of jobs that cannot lose their GPUs expire are
     not made at all. On a trace where waiting jobs have run before (so their
     efficiency is high) that removes most decision points; results stay
@@ -151,7 +151,7 @@ def test_efficiency_bound_holds_until_the_next_rerate():
     checked = 0
     while not engine.done:
         for job in engine.running.values():
-            assert engine.efficiency(job) <= engine._lazy.bound[job.index]
+            assert engine.efficiency(job) <= engine._skipper.leases.bound[job.index]
             checked += 1
         while (action := policy.act(view)) is not None and not isinstance(action, Wait):
             engine.apply(action)

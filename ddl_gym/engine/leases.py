@@ -72,8 +72,12 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
+from typing import Protocol
 
+from ddl_gym.engine.hints import NO_HINTS, LeaseHints, asked_at
 from ddl_gym.engine.job import Job
+from ddl_gym.engine.packer import FreeIndex, gpus_held
+from ddl_gym.topology import Cluster
 
 # Phase buckets: 2**-20 s (about 1 us) is far wider than the rounding drift of
 # a boundary sequence (a few ulps of the largest time) and exact to scale by.
@@ -167,6 +171,33 @@ class _PhaseGroup:
     ceiling: float = math.inf
 
 
+class LeaseJudge(Protocol):
+    """The tests ``LazyLeases`` asks of a boundary beyond its own counts
+    (``LeaseSkipper`` answers them from the policy's hints)."""
+
+    def fits(self, jobs: list[Job], top: float, pool: int) -> bool:
+        """Whether a waiting demand of the level test (for jobs of largest
+        efficiency bound ``top``) may fit the free GPUs plus those of
+        ``jobs``, ``pool`` in all."""
+        ...
+
+    def caps_fit(self) -> Callable[[int, float], bool]:
+        """``caps_fit()(c, top)``: whether jobs holding ``c`` GPUs in all, of
+        largest bound ``top``, may pass ``fits`` at best (a relaxation, for
+        whole demand groups)."""
+        ...
+
+    def matters(self, b: float, jobs: list[Job]) -> bool:
+        """The policy's last word on a boundary at ``b`` whose jobs pass the
+        tests above (False: it would only wait there)."""
+        ...
+
+    def relevel(self, t: float) -> float:
+        """The level test brought up to time ``t`` (once it ran out); returns
+        the new ``levels_until`` (-inf: no way to)."""
+        ...
+
+
 class LazyLeases:
     """Lease boundaries of the running jobs, rolled forward only on demand.
 
@@ -179,30 +210,14 @@ class LazyLeases:
     # a demand group is cleaned of stale entries past this many beyond twice the parked jobs
     stale_slack = 4096
 
-    def __init__(
-        self,
-        lease_s: float,
-        fits: Callable[[list[Job], float, int], bool] | None = None,
-        caps_fit: Callable[[], Callable[[int, float], bool]] | None = None,
-        matters: Callable[[float, list[Job]], bool] | None = None,
-        relevel: Callable[[float], float] | None = None,
-    ) -> None:
+    def __init__(self, lease_s: float, judge: LeaseJudge | None = None) -> None:
         self.lease_s = lease_s
-        # fits(jobs, top, pool): whether a waiting demand of the policy's level
-        # test (for jobs whose largest efficiency bound is ``top``) may fit the
-        # free GPUs plus those of ``jobs``, ``pool`` in all (the engine's packer
-        # tests)
-        self._fits = fits
-        # caps_fit()(c, top): whether some jobs holding ``c`` GPUs in all, of
-        # largest bound ``top``, may pass ``fits`` at best (a relaxation of
-        # it, for whole demand groups)
-        self._caps_fit = caps_fit
-        # matters(b, jobs): the policy's own last word on a boundary at ``b``
-        # whose jobs pass the tests above (False: it would only wait there)
-        self._matters = matters
-        # relevel(t): the level test brought up to time ``t`` (once it has
-        # run out); returns the new ``levels_until``
-        self._relevel = relevel
+        # the judge's tests (``LeaseJudge``; None: only the floor and the
+        # demand counts judge a boundary), bound once: they run per boundary
+        self._fits = judge.fits if judge is not None else None
+        self._caps_fit = judge.caps_fit if judge is not None else None
+        self._matters = judge.matters if judge is not None else None
+        self._relevel = judge.relevel if judge is not None else None
         self.levels_until = -math.inf  # the level test holds before this time
         self.at: dict[int, float] = {}
         self._heap: list[tuple[float, int, int, int]] = []
@@ -741,3 +756,169 @@ class LazyLeases:
                 at[j] = b
         hits.sort(key=_START_ORDER)
         return hits
+
+
+class LeaseState(Protocol):
+    """What ``LeaseSkipper`` reads of the engine (its only write: the clock,
+    moved to a boundary while a hint is asked there, then moved back)."""
+
+    now: float
+    jobs: list[Job]
+    free: list[int]
+    rack_free: list[int]
+    total_free: int
+    free_index: FreeIndex
+    cluster: Cluster
+
+
+def efficiency_bound(job: Job) -> float:
+    """A bound on a running job's efficiency until its next re-rate (its
+    accounting settled to now): from here compute and exposed communication
+    grow in the fixed ratio ``t_compute : exposed``, so the time-average
+    moves monotonically from its value now towards ``t_compute / (t_compute
+    + exposed)`` and never passes the larger of the two (plus 1e-9 for
+    rounding)."""
+    busy = job.compute_time + job.comm_time
+    now = job.compute_time / busy if busy > 0 else 0.0
+    per_iter = job.t_compute + job.exposed
+    limit = job.t_compute / per_iter if per_iter > 0 else 0.0
+    return max(now, limit) + 1e-9
+
+
+class LeaseSkipper:
+    """The engine's lazy leases: ``LazyLeases`` judged by the policy's latest
+    ``LeaseHints`` (``hint``) over the engine's state, given once.
+
+    The engine's loop calls ``start``, ``stop`` and ``rated`` as jobs start,
+    stop and are re-rated, ``next_after`` for the next boundary that can
+    matter while a job waits, ``expire_at`` at an instant and ``passes_over``
+    before it skips wake-ups. Calls run one way: engine -> skipper ->
+    ``LazyLeases`` -> skipper's judge methods -> the hints' functions; none
+    comes back into the engine, which knows nothing of the policy.
+    """
+
+    def __init__(self, lease_s: float, state: LeaseState) -> None:
+        self.state = state
+        self.hints = NO_HINTS
+        self._levels = (math.inf, math.inf, math.inf)  # the level test's minima now
+        self._levels_for: Callable[[float], tuple[float, float, float]] | None = None
+        self._levels_at: Callable[[], tuple[float, float, float, float]] | None = None
+        self._lease_matters: Callable[[list[Job]], bool] | None = None
+        self.leases = LazyLeases(lease_s, self)
+        # (bound once: the engine calls these at every start and stop)
+        self.start = self.leases.start
+        self.stop = self.leases.stop
+
+    # -- the engine's calls ---------------------------------------------------
+    def hint(self, hints: LeaseHints) -> None:
+        """The policy's hints, until the next ones (see ``LeaseHints``)."""
+        self.hints = hints
+        self._lease_matters = hints.lease_matters
+        levels = hints.levels
+        if levels is None:
+            self._levels_for = self._levels_at = None
+            self.leases.set_floor(hints.floor, hints.needs)
+        else:
+            self._levels = levels[:3]
+            self._levels_for = hints.levels_for
+            self._levels_at = hints.levels_at
+            self.leases.set_floor(hints.floor, hints.needs, levels[3])
+
+    def rated(self, job: Job) -> None:
+        """The running job was (re-)rated: its efficiency bound anew."""
+        self.leases.set_bound(job.index, efficiency_bound(job))
+
+    def next_after(self, now: float, before: float = -math.inf) -> float | None:
+        """The next boundary after ``now`` that can matter (``LazyLeases.next_after``
+        with the engine's jobs and free count; ``before``: the next other event,
+        given once the decision point is over)."""
+        state = self.state
+        return self.leases.next_after(now, state.jobs, before, state.total_free)
+
+    def expire_at(self, t: float) -> list[Job]:
+        """The running jobs whose lease ends at ``t``, in start order."""
+        return self.leases.expire_at(t, self.state.jobs)
+
+    def passes_over(self, t: float) -> bool:
+        """Whether every boundary at ``t`` (no other event before it) would be
+        passed over by the hints' tests (True if there is none)."""
+        return self.leases.passes_over(t, self.state.jobs, self.state.total_free)
+
+    # -- LeaseJudge: the hints over the engine's state -------------------------
+    def fits(self, jobs: list[Job], top: float, pool: int) -> bool:
+        """Whether a waiting demand of the hints' ``levels`` fits the free
+        GPUs plus those of ``jobs`` (running; ``pool`` in all), by the
+        packer's own tests: a server (machine level), a rack (rack level; it
+        also holds every one-server placement) or the cluster (network
+        level). With ``levels_for``, only the demands that could challenge
+        jobs of largest efficiency bound ``top`` count."""
+        levels_for = self._levels_for
+        if levels_for is not None:
+            machine, rack, network = levels_for(top)
+        else:
+            machine, rack, network = self._levels
+        if network <= pool:
+            return True
+        state = self.state
+        free = state.free
+        rack_free = state.rack_free
+        add_server, add_rack = gpus_held(
+            (job.placement for job in jobs), state.cluster.servers_per_rack
+        )
+        if rack <= pool:
+            best = max(rack_free)
+            for r, g in add_rack.items():
+                if rack_free[r] + g > best:
+                    best = rack_free[r] + g
+            if rack <= best:
+                return True
+        if machine <= pool:
+            best = state.free_index.largest()
+            for server, g in add_server.items():
+                if free[server] + g > best:
+                    best = free[server] + g
+            if machine <= best:
+                return True
+        return False
+
+    def caps_fit(self) -> Callable[[int, float], bool]:
+        """A relaxation of ``fits`` for jobs of ``cap`` GPUs in all and
+        largest bound ``top``, wherever they are: at most ``cap`` GPUs join
+        the largest free rack, and at most ``min(cap, GPUs per server)`` the
+        largest free server."""
+        state = self.state
+        total = state.total_free
+        top_rack = max(state.rack_free)
+        top_server = state.free_index.largest()
+        G = state.cluster.gpus_per_server
+        levels_for = self._levels_for
+        static = self._levels
+
+        def fits(cap: int, top: float) -> bool:
+            machine, rack, network = static if levels_for is None else levels_for(top)
+            pool = total + cap
+            return (
+                network <= pool
+                or (rack <= pool and rack <= top_rack + cap)
+                or (machine <= pool and machine <= top_server + min(cap, G))
+            )
+
+        return fits
+
+    def matters(self, b: float, jobs: list[Job]) -> bool:
+        """The hints' ``lease_matters`` for the jobs expiring at ``b`` (True
+        without one), asked with the clock at ``b``."""
+        test = self._lease_matters
+        if test is None:
+            return True
+        return asked_at(self.state, b, test, sorted(jobs, key=_START_ORDER))
+
+    def relevel(self, t: float) -> float:
+        """The level test brought up to ``t`` (``levels_at``, asked with the
+        clock at ``t``); returns until when it holds (-inf: no way to)."""
+        levels_at = self._levels_at
+        if levels_at is None:
+            return -math.inf
+        levels = asked_at(self.state, t, levels_at)
+        self._levels = levels[:3]
+        return levels[3]
