@@ -125,13 +125,13 @@ def test_compacting_the_event_heap_changes_no_result(philly_slice):
 
 @pytest.mark.parametrize("name", ["dally", "dally-1-2"])
 def test_skipped_wake_ups_change_no_result(philly_slice, name):
-    """Dally asks its delay-timer wake-ups with a test (``_wake_matters``):
+    """Dally asks its delay-timer wake-ups with a test (``wake_matters``):
     a wake-up where the waiting jobs still fit nowhere at their levels makes
     no instant. Against a run whose test always says yes (every wake-up an
     instant, as before), the results are identical and there are fewer
     instants."""
     always = make_policy(name)
-    always._wake_matters = lambda view: True  # bound into the test at reset
+    always.wake_matters = lambda view: True  # bound into the test at reset
     before, before_instants = _run(philly_slice, always, EngineView, lazy=True)
     after, after_instants = _run(
         philly_slice, make_policy(name), EngineView, lazy=True, checker=InvariantChecker()
