@@ -366,6 +366,15 @@ class LazyLeases:
         GPUs plus ``free`` hold no demand the policy named are passed over
         for good: give ``before`` only once the decision point is over (the
         free count and the needs are then fixed until ``before``).
+
+        The search takes the earliest of the main heap's top and the
+        candidates of the demand groups worth searching (``_groups_to_search``;
+        the dormant ones wake when the search reaches the end of the level
+        test, ``_wake_dormant``). A main-heap entry is dropped if stale,
+        parked by bound below the floor, rolled forward if behind the clock,
+        parked by demand if its neighbourhood holds too few GPUs
+        (``_park_by_demand``), or else judged (``_too_few``): the first
+        boundary not passed over is the answer.
         """
         heap = self._heap
         L = self.lease_s
@@ -374,61 +383,11 @@ class LazyLeases:
         demand = bool(self._need_thr)
         judged = -math.inf  # the last boundary tested, and whether it is passed over
         passed = False
-        # The groups parked by demand that may hold a boundary of interest are
-        # searched with the main heap. Every boundary judged below (before
-        # ``before``) meets the level test while it holds (before
-        # ``levels_until``): a group whose GPU sum cannot pass it even at the
-        # best server and rack holds none that is not passed over until then,
-        # and sleeps (``dormant``) until the search gets there; the level test
-        # is then brought up to that time and the sleeping groups looked at
-        # again.
-        caps_fit = None  # built when first needed
-        caps_until = -math.inf
         use_caps = (
             demand and self._caps_fit is not None and now < before and now < self.levels_until
         )
-        if use_caps:
-            caps_until = self.levels_until
-        active: list[_PhaseGroup] = []
-        dormant: list[tuple[int, _PhaseGroup]] = []
-        empty = False
-        need_thr = self._need_thr
-        need_gpus = self._need_gpus
-        # a group's ``cand`` (its earliest boundary after some time, no later
-        # than now, when it was found) bounds its next boundary from below
-        # even if that job has left since: a group whose ``cand`` lies at or
-        # past ``before`` holds no boundary the search gets to
-        horizon = before if now < before else math.inf
-        for cap, bands in self._dbands.items():
-            pool = cap + free
-            for _, g in bands:
-                c = g.cand
-                if c is not None and c[0] >= horizon:
-                    continue
-                if not g.entries:
-                    empty = True  # no live member: dropped below
-                    continue
-                if demand:
-                    # the demand named for the largest bound near its members
-                    # (``_need`` inlined, as ``_wake_group``'s test below);
-                    # the band's top edge bounds it: if even that names more
-                    # GPUs than the group holds, so do the lower bands
-                    i = bisect_left(need_thr, g.ceiling)
-                    if not i or need_gpus[i - 1] > pool:
-                        break
-                    i = bisect_left(need_thr, g.top)
-                    if not i or need_gpus[i - 1] > pool:
-                        continue
-                if use_caps and caps_fit is None:
-                    caps_fit = self._caps_fit()
-                if caps_fit is None or caps_fit(cap, g.top):
-                    if c is None or c[0] <= now or token_of.get(c[2]) != c[3]:
-                        self._group_next(g, now)
-                    active.append(g)
-                else:
-                    dormant.append((cap, g))
-        if empty:
-            self._drop_empty_groups()
+        caps_until = self.levels_until if use_caps else -math.inf
+        active, dormant = self._groups_to_search(now, before, free, demand, use_caps)
         while True:
             top = heap[0] if heap else None
             grp = None
@@ -438,25 +397,7 @@ class LazyLeases:
                     top = c
                     grp = g
             if dormant and caps_until < before and (top is None or top[0] >= caps_until):
-                # the search reached the end of the level test: the sleeping
-                # groups' boundaries before it are all passed over
-                ref = math.nextafter(caps_until, -math.inf)
-                if self._relevel is not None:
-                    self.levels_until = self._relevel(caps_until)
-                caps_fit = None
-                # (a test that holds for less than a millisecond, e.g. a timer
-                # firing within its rounding slack, is not worth another round)
-                if caps_until + 1e-3 < self.levels_until:
-                    caps_fit = self._caps_fit()
-                    caps_until = self.levels_until
-                asleep = dormant
-                dormant = []
-                for cap, g in asleep:
-                    if caps_fit is None or caps_fit(cap, g.top):
-                        self._wake_group(g, ref)
-                        active.append(g)
-                    else:
-                        dormant.append((cap, g))
+                dormant, caps_until = self._wake_dormant(active, dormant, caps_until)
                 continue
             if top is None:
                 return None
@@ -503,21 +444,7 @@ class LazyLeases:
                     judged = b
                     passed = True
                     heapq.heappop(heap)
-                    band = _band(top_bound)
-                    group = self._dparked.get((cap, band))
-                    if group is None:
-                        group = self._new_group(cap, band)
-                    insort(group.entries, (self._phase_of[j], seq, j, token))
-                    self._dparked_of[j] = token
-                    self._dparked_group[j] = group
-                    if top_bound > group.top:
-                        group.top = top_bound
-                    # searched in this call: its next boundary after this one
-                    group.cand = None
-                    if any(g is group for g in active):
-                        self._group_next(group, b)
-                    if len(group.entries) > 2 * len(self._dparked_of) + self.stale_slack:
-                        self._drop_stale_parked()
+                    self._park_by_demand(j, seq, token, cap, top_bound, b, active)
                     continue
                 if b != judged:
                     judged = b
@@ -527,6 +454,117 @@ class LazyLeases:
                 true = _step(b, L)  # this boundary makes no instant
                 self.at[j] = true
             heapq.heapreplace(heap, (true, seq, j, token))
+
+    def _groups_to_search(
+        self, now: float, before: float, free: int, demand: bool, use_caps: bool
+    ) -> tuple[list[_PhaseGroup], list[tuple[int, _PhaseGroup]]]:
+        """The demand groups ``next_after`` searches with the main heap
+        (``active``, each with its ``cand`` after ``now``), and those asleep
+        until the level test runs out (``dormant``, with their GPU sums).
+
+        Every boundary judged (before ``before``) meets the level test while
+        it holds (before ``levels_until``): a group whose GPU sum cannot pass
+        it even at the best server and rack holds none that is not passed
+        over until then. A group whose ``cand`` (its earliest boundary after
+        some time no later than now) lies at or past ``before`` holds no
+        boundary the search gets to, even if that job has left since."""
+        active: list[_PhaseGroup] = []
+        dormant: list[tuple[int, _PhaseGroup]] = []
+        token_of = self._token
+        caps_fit = None  # built when first needed
+        empty = False
+        need_thr = self._need_thr
+        need_gpus = self._need_gpus
+        horizon = before if now < before else math.inf
+        for cap, bands in self._dbands.items():
+            pool = cap + free
+            for _, g in bands:
+                c = g.cand
+                if c is not None and c[0] >= horizon:
+                    continue
+                if not g.entries:
+                    empty = True  # no live member: dropped below
+                    continue
+                if demand:
+                    # the demand named for the largest bound near its members
+                    # (``_need`` inlined); the band's top edge bounds it: if
+                    # even that names more GPUs than the group holds, so do
+                    # the lower bands
+                    i = bisect_left(need_thr, g.ceiling)
+                    if not i or need_gpus[i - 1] > pool:
+                        break
+                    i = bisect_left(need_thr, g.top)
+                    if not i or need_gpus[i - 1] > pool:
+                        continue
+                if use_caps and caps_fit is None:
+                    caps_fit = self._caps_fit()
+                if caps_fit is None or caps_fit(cap, g.top):
+                    if c is None or c[0] <= now or token_of.get(c[2]) != c[3]:
+                        self._group_next(g, now)
+                    active.append(g)
+                else:
+                    dormant.append((cap, g))
+        if empty:
+            self._drop_empty_groups()
+        return active, dormant
+
+    def _wake_dormant(
+        self,
+        active: list[_PhaseGroup],
+        dormant: list[tuple[int, _PhaseGroup]],
+        caps_until: float,
+    ) -> tuple[list[tuple[int, _PhaseGroup]], float]:
+        """The search reached ``caps_until``, the end of the level test: the
+        sleeping groups' boundaries before it are all passed over. The test
+        is brought up to that time; the groups that may pass it now join
+        ``active`` (their ``cand`` after it). Returns the groups still asleep
+        and until when the test now holds."""
+        ref = math.nextafter(caps_until, -math.inf)
+        if self._relevel is not None:
+            self.levels_until = self._relevel(caps_until)
+        caps_fit = None
+        # (a test that holds for less than a millisecond, e.g. a timer
+        # firing within its rounding slack, is not worth another round)
+        if caps_until + 1e-3 < self.levels_until:
+            caps_fit = self._caps_fit()
+            caps_until = self.levels_until
+        asleep: list[tuple[int, _PhaseGroup]] = []
+        for cap, g in dormant:
+            if caps_fit is None or caps_fit(cap, g.top):
+                self._wake_group(g, ref)
+                active.append(g)
+            else:
+                asleep.append((cap, g))
+        return asleep, caps_until
+
+    def _park_by_demand(
+        self,
+        j: int,
+        seq: int,
+        token: int,
+        cap: int,
+        top_bound: float,
+        b: float,
+        active: list[_PhaseGroup],
+    ) -> None:
+        """Job ``j``'s entry (taken off the main heap at its boundary ``b``)
+        joins the demand group of its neighbourhood's GPU sum ``cap`` and of
+        the band of its largest bound ``top_bound``; if that group is being
+        searched (``active``), its next boundary after ``b`` is found."""
+        band = _band(top_bound)
+        group = self._dparked.get((cap, band))
+        if group is None:
+            group = self._new_group(cap, band)
+        insort(group.entries, (self._phase_of[j], seq, j, token))
+        self._dparked_of[j] = token
+        self._dparked_group[j] = group
+        if top_bound > group.top:
+            group.top = top_bound
+        group.cand = None
+        if any(g is group for g in active):
+            self._group_next(group, b)
+        if len(group.entries) > 2 * len(self._dparked_of) + self.stale_slack:
+            self._drop_stale_parked()
 
     def _new_group(self, cap: int, band: int) -> _PhaseGroup:
         group = self._dparked[(cap, band)] = _PhaseGroup(ceiling=_band_ceiling(band))
