@@ -536,16 +536,34 @@ class DallyPolicy(BasePolicy):
         ]
         if not heads:
             return []  # no challenger, or none fits even the whole pool
+        if len(heads) == 1:
+            entry, _, gpus, same = heads[0]
+            if gpus <= view.cluster.gpus_per_server and (len(same) == 1 or not same[1] < cut):
+                losers = self._reoffer_one(view, view.jobs[entry[2]], entry[0], expired, effs)
+                if losers is not None:
+                    return losers
+        return self._reoffer_all(view, expired, effs, heads, cut, pool_total)
+
+    def _reoffer_all(
+        self,
+        view: EngineView,
+        expired: list[Job],
+        effs: list[float],
+        heads: list[tuple[tuple[float, float, int], int, int, list[tuple[float, float, int]]]],
+        cut: tuple[float, float, int],
+        pool_total: int,
+    ) -> list[int]:
+        """The re-offer in full, on a dry pool: the expired jobs (``effs``
+        their efficiencies) in re-offer order, each after the challengers
+        less efficient by more than ``margin`` (``heads``: per demand, the
+        next challenger, merged lazily; ``cut``: past the last one) took
+        what fits them; ``pool_total``: the free GPUs plus the expired jobs'.
+        Returns the expired jobs that lose their GPUs."""
+        margin = self.margin
         jobs = view.jobs
         cluster = view.cluster
         S = cluster.servers_per_rack
         G = cluster.gpus_per_server
-        if len(heads) == 1:
-            entry, _, gpus, same = heads[0]
-            if gpus <= G and (len(same) == 1 or not same[1] < cut):
-                losers = self._reoffer_one(view, jobs[entry[2]], entry[0], expired, effs)
-                if losers is not None:
-                    return losers
         offered = sorted([(e, j.arrival, j.index, j) for e, j in zip(effs, expired, strict=True)])
         heapq.heapify(heads)  # (entries are unique: ties never reach the lists)
         # The largest server and rack of the whole pool (the free GPUs plus

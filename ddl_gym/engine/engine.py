@@ -9,7 +9,11 @@ order they are handled when they fall at the same instant:
 
 After all events of an instant are handled the engine stops at a *decision
 point*: a policy applies actions (``place``, ``preempt``) one at a time, then
-``advance()`` (the ``Wait`` action) moves time to the next event.
+``advance()`` (the ``Wait`` action) moves time to the next event. A policy
+may ``hint`` (``LeaseHints``, ``engine/hints.py``) which wake-ups and, with
+lazy leases, which lease boundaries can change nothing for it: those make no
+decision point. The engine asks the hints' tests without knowing what they
+mean; the lease side lives in ``engine/leases.py`` (``LeaseSkipper``).
 
 A running job makes ``gpus / t_iter`` iterations of single-GPU work per second
 (linear scaling, as in the seed), where ``t_iter`` comes from the performance
@@ -103,7 +107,10 @@ class Engine:
             the instant's other events, some job waits; instants where only
             leases expire and nobody waits are skipped. For policies that act on
             an expiry only when a job waits (Dally): same results, a fraction
-            of the events. Off by default: a policy may act on any expiry.
+            of the events; such a policy may also ``hint`` (``LeaseHints``)
+            which boundaries can matter to it (``engine/leases.py``'s
+            ``LeaseSkipper`` passes over the rest). Off by default: a policy
+            may act on any expiry.
         perf_source: ``closed_form`` (our ``PerfModel``, with contention and
             congestion) or ``seed_astra`` (the seed authors' per-placement
             slowdown table, ``ddl_gym.seed_astra``; no contention, and slots

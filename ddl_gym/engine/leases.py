@@ -62,6 +62,12 @@ The level test itself (``fits``) counts, for jobs of largest bound ``top``,
 only the waiting jobs that could challenge them (the policy's
 ``levels_for(top)``): a more efficient waiting job would fit the GPUs but
 cannot take them.
+
+The seam: the floor, demands, levels and the policy's last test all come
+from the policy's latest ``LeaseHints`` (``engine/hints.py``). ``LeaseSkipper``
+holds them and the ``LazyLeases``, reads the engine's state (given once) and
+answers ``LazyLeases``' questions (``LeaseJudge``); the engine's loop calls a
+few of its methods and knows nothing of the policy.
 """
 
 from __future__ import annotations
