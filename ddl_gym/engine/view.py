@@ -3,6 +3,8 @@
 Heuristics and learned agents see the cluster through this view and act
 through the engine's actions, in ``simulate()`` and in the env alike. The job
 objects it hands out are the engine's own: read them, never write them.
+Besides reads it has two calls: ``wake_at`` (a timer) and ``hint`` (which
+instants can matter to the policy, ``LeaseHints``).
 """
 
 from __future__ import annotations
