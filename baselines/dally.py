@@ -305,7 +305,13 @@ def _level_of(placement: list[tuple[int, int]], servers_per_rack: int) -> Level:
 @dataclass
 class DallyPolicy(BasePolicy):
     """Dally; see the module docstring. ``preempt`` switches layer 2 on,
-    ``auto_tune`` layer 3 (then ``rack_timer``/``network_timer`` are unused)."""
+    ``auto_tune`` layer 3 (then ``rack_timer``/``network_timer`` are unused).
+
+    This class decides; what it tells the engine about the instants that can
+    matter to it (``LeaseHints``) is worked out by ``dally_hints.DallyHints``,
+    which reads its rules and queue and asks its dry runs (``lease_matters``:
+    the re-offer at a lease boundary; ``wake_matters``: the placement pass at
+    a wake-up)."""
 
     rack_timer: float = 1.0
     network_timer: float = 2.0
