@@ -196,12 +196,11 @@ class WakeUps:
 
     asked: set[float] = field(default_factory=set)
 
-    def at(self, view: EngineView, t: float, matters: Callable[[], bool] | None = None) -> None:
-        """Ask for a wake-up at ``t`` (``matters``: see ``EngineView.wake_at``;
-        the first ask of a time sets it)."""
+    def at(self, view: EngineView, t: float) -> None:
+        """Ask for a wake-up at ``t`` (once per time)."""
         if t > view.now + EPS and t not in self.asked and math.isfinite(t):
             self.asked.add(t)
-            view.wake_at(t, matters)
+            view.wake_at(t)
 
     def clear(self) -> None:
         self.asked.clear()

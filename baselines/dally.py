@@ -49,9 +49,8 @@ import heapq
 import math
 from bisect import bisect_left, insort
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from ddl_gym.engine import WAIT, Action, EngineView, Job, Preempt, Status
@@ -66,6 +65,7 @@ from .common import (
     WakeUps,
     size_level,
 )
+from .dally_hints import DallyHints
 
 SEED_LEASE_S = 20.0
 # the levels as module constants: an enum member's lookup costs more, and
@@ -305,7 +305,13 @@ def _level_of(placement: list[tuple[int, int]], servers_per_rack: int) -> Level:
 @dataclass
 class DallyPolicy(BasePolicy):
     """Dally; see the module docstring. ``preempt`` switches layer 2 on,
-    ``auto_tune`` layer 3 (then ``rack_timer``/``network_timer`` are unused)."""
+    ``auto_tune`` layer 3 (then ``rack_timer``/``network_timer`` are unused).
+
+    This class decides; what it tells the engine about the instants that can
+    matter to it (``LeaseHints``) is worked out by ``dally_hints.DallyHints``,
+    which reads its rules and queue and asks its dry runs (``lease_matters``:
+    the re-offer at a lease boundary; ``wake_matters``: the placement pass at
+    a wake-up)."""
 
     rack_timer: float = 1.0
     network_timer: float = 2.0
@@ -330,56 +336,32 @@ class DallyPolicy(BasePolicy):
     _entry: dict[int, tuple[float, float, int]] = field(default_factory=dict, repr=False)
     _demand: dict[int, list[tuple[float, float, int]]] = field(default_factory=dict, repr=False)
     _joining: list[int] = field(default_factory=list, repr=False)
-    # the lease floor and demand test handed to the engine, rebuilt when the
-    # queue changed (``_changes`` counts the queue's changes)
-    _changes: int = field(default=0, repr=False)
-    _needs_at: int = field(default=-1, repr=False)
-    _needs: list[tuple[float, int]] = field(default_factory=list, repr=False)
-    # the engine's level test: each waiting job's level (``allowed_level``)
-    # and GPU demand as counted, counts per level and demand, when each
-    # job's level may next change, jobs not classified yet, and per demand
-    # the tuner's timers the classes were computed with
-    _cls: dict[int, tuple[Level, int, float]] = field(default_factory=dict, repr=False)
-    _cls_count: dict[Level, dict[int, int]] = field(default_factory=dict, repr=False)
-    _cls_due: list[tuple[float, int, float]] = field(default_factory=list, repr=False)
-    _cls_new: list[int] = field(default_factory=list, repr=False)
-    _cls_by_gpus: dict[int, set[int]] = field(default_factory=dict, repr=False)
-    _cls_timers: dict[int, tuple[float, float]] = field(default_factory=dict, repr=False)
-    # per (level, GPU demand): the efficiencies of its waiting jobs, sorted
-    # (the least says whether the class holds a challenger for a bound)
-    _cls_effs: dict[tuple[Level, int], list[float]] = field(default_factory=dict, repr=False)
-    # ``_levels_for`` by bound, while no class's least efficiency changes
-    _levels_memo: dict[float, tuple[float, float, float]] = field(default_factory=dict, repr=False)
     # the demands whose auto-tuner timers may have changed since the asks
-    # and the level classes last looked
+    # last looked
     _ask_watch: _TunerWatch = field(default_factory=_TunerWatch, repr=False)
-    _cls_watch: _TunerWatch = field(default_factory=_TunerWatch, repr=False)
     _synced_instant: int = field(default=-1, repr=False)
     # wake-up asks: jobs that joined the queue since the last ask, and per GPU
     # demand the waiting jobs asked for and the timers they were asked with
     _fresh: list[int] = field(default_factory=list, repr=False)
     _asked_by_gpus: dict[int, dict[int, None]] = field(default_factory=dict, repr=False)
     _timers_by_gpus: dict[int, tuple[float, float]] = field(default_factory=dict, repr=False)
-    # the test of this policy's wake-ups, bound to the view of the run
-    _matters: Callable[[], bool] | None = field(default=None, repr=False)
     # (instant, time, result) of a placement pass the wake-up test ran
     _fit_planned: tuple[int, float, Any] | None = field(default=None, repr=False)
-    # the lease test, bound to the view of the run, and (instant, time,
-    # expiring jobs, losers) of the re-offer it ran last
-    _lease_test: Callable[[list[Job]], bool] | None = field(default=None, repr=False)
+    # (instant, time, expiring jobs, losers) of the re-offer the lease test ran last
     _reoffer_planned: tuple[int, float, list[int], list[int]] | None = field(
-        default=None, repr=False
-    )
-    _levels_at: Callable[[], tuple[float, float, float, float]] | None = field(
         default=None, repr=False
     )
     # the auto-tuner's least timers (``AutoTuner.floors``)
     _rack_floor: int = field(default=0, init=False, repr=False)
     _net_floor: int = field(default=0, init=False, repr=False)
 
+    # what it tells the engine (``dally_hints``), reading its queue
+    _hints: DallyHints = field(init=False, repr=False, compare=False)
+
     def __post_init__(self) -> None:
         self.tuner = AutoTuner(self.window_h)
         self._rack_floor, self._net_floor = self.tuner.floors()
+        self._hints = DallyHints(self, self._entry, self._demand, _TunerWatch())
 
     def engine_kwargs(self) -> dict[str, Any]:
         # leases only matter to layer 2; without it the timers fire through
@@ -392,10 +374,7 @@ class DallyPolicy(BasePolicy):
     def reset(self, view: EngineView, seed: int | None = None) -> None:
         self.tuner = AutoTuner(self.window_h)
         self._rack_floor, self._net_floor = self.tuner.floors()
-        self._matters = partial(self._wake_matters, view)
         self._fit_planned = None
-        self._lease_test = partial(self._lease_matters, view)
-        self._levels_at = partial(self._level_minima, view)
         self._reoffer_planned = None
         self._wake.clear()
         self._losers = []
@@ -404,19 +383,8 @@ class DallyPolicy(BasePolicy):
         self._entry.clear()
         self._demand.clear()
         self._joining.clear()
-        self._changes = 0
-        self._needs_at = -1
-        self._needs = []
-        self._cls.clear()
-        self._cls_count.clear()
-        self._cls_due.clear()
-        self._cls_new.clear()
-        self._cls_by_gpus.clear()
-        self._cls_timers.clear()
-        self._cls_effs.clear()
-        self._levels_memo.clear()
+        self._hints.reset(view)
         self._ask_watch.clear()
-        self._cls_watch.clear()
         self._synced_instant = -1
         self._fresh.clear()
         self._asked_by_gpus.clear()
@@ -505,7 +473,7 @@ class DallyPolicy(BasePolicy):
         self._asked[job.index] = asked
         fires = [network_timer] if tight == _RACK else [rack_timer, network_timer]
         for timer in fires:
-            self._wake.at(view, job.queued_since + timer * self.lease_s, self._matters)
+            self._wake.at(view, job.queued_since + timer * self.lease_s)
 
     # -- layer 2: re-offer expired leases by efficiency ---------------------
     def _enqueue(self, job: Job) -> None:
@@ -513,17 +481,15 @@ class DallyPolicy(BasePolicy):
             return
         entry = (job.efficiency, job.arrival, job.index)
         self._entry[job.index] = entry
-        self._changes += 1
         insort(self._demand.setdefault(job.gpus, []), entry)
         self._fresh.append(job.index)
-        self._cls_new.append(job.index)
+        self._hints.joined(job.index)
 
     def _dequeue(self, job: Job) -> None:
         entry = self._entry.pop(job.index, None)
         if entry is None:
             return
-        self._changes += 1
-        self._unclassify(job.index)
+        self._hints.left(job.index)
         same = self._demand[job.gpus]
         if len(same) == 1:
             del self._demand[job.gpus]
@@ -576,16 +542,34 @@ class DallyPolicy(BasePolicy):
         ]
         if not heads:
             return []  # no challenger, or none fits even the whole pool
+        if len(heads) == 1:
+            entry, _, gpus, same = heads[0]
+            if gpus <= view.cluster.gpus_per_server and (len(same) == 1 or not same[1] < cut):
+                losers = self._reoffer_one(view, view.jobs[entry[2]], entry[0], expired, effs)
+                if losers is not None:
+                    return losers
+        return self._reoffer_all(view, expired, effs, heads, cut, pool_total)
+
+    def _reoffer_all(
+        self,
+        view: EngineView,
+        expired: list[Job],
+        effs: list[float],
+        heads: list[tuple[tuple[float, float, int], int, int, list[tuple[float, float, int]]]],
+        cut: tuple[float, float, int],
+        pool_total: int,
+    ) -> list[int]:
+        """The re-offer in full, on a dry pool: the expired jobs (``effs``
+        their efficiencies) in re-offer order, each after the challengers
+        less efficient by more than ``margin`` (``heads``: per demand, the
+        next challenger, merged lazily; ``cut``: past the last one) took
+        what fits them; ``pool_total``: the free GPUs plus the expired jobs'.
+        Returns the expired jobs that lose their GPUs."""
+        margin = self.margin
         jobs = view.jobs
         cluster = view.cluster
         S = cluster.servers_per_rack
         G = cluster.gpus_per_server
-        if len(heads) == 1:
-            entry, _, gpus, same = heads[0]
-            if gpus <= G and (len(same) == 1 or not same[1] < cut):
-                losers = self._reoffer_one(view, jobs[entry[2]], entry[0], expired, effs)
-                if losers is not None:
-                    return losers
         offered = sorted([(e, j.arrival, j.index, j) for e, j in zip(effs, expired, strict=True)])
         heapq.heapify(heads)  # (entries are unique: ties never reach the lists)
         # The largest server and rack of the whole pool (the free GPUs plus
@@ -752,161 +736,10 @@ class DallyPolicy(BasePolicy):
         elif isinstance(action, Preempt):
             self._joining.append(action.job)  # queued once the engine stops it
         elif self.preempt and view.pending:
-            # The instant ends with this queue. A lease expiry alone can only
-            # matter if some expired job is less efficient than the best
-            # waiting job by more than ``margin`` (else the re-offer has no
-            # challenger, nobody loses, and the instant is a WAIT with no side
-            # effect), and only if the smallest demand among the waiting jobs
-            # it could lose to fits the expired and free GPUs together (else
-            # ``_reoffer`` gives up before the packer): tell the engine so
-            # that other expiries make no decision point.
-            if self._needs_at != self._changes:
-                self._needs_at = self._changes
-                self._needs = self._lease_needs(view)
-            view.set_lease_floor(
-                self._needs[0][0],
-                self._needs,
-                self._level_minima(view),
-                self._levels_for,
-                self._lease_test,
-                self._levels_at,
-            )
+            # the instant ends with this queue: tell the engine which lease
+            # boundaries can matter until the next decision point
+            self._hints.send(view)
         return action
-
-    # -- the engine's level test: waiting demands per level ------------------
-    def _classify(self, view: EngineView, job: Job) -> None:
-        """Count a waiting job at its level now, and note when that level may
-        change: a timer firing (a little before it, for rounding). A level
-        changes otherwise only when the auto-tuner's timers for its demand
-        do (``_level_minima`` checks that)."""
-        level = self.allowed_level(view, job)
-        efficiency = self._entry[job.index][0]  # frozen while it waits
-        self._cls[job.index] = (level, job.gpus, efficiency)
-        effs = self._cls_effs.setdefault((level, job.gpus), [])
-        insort(effs, efficiency)
-        if effs[0] == efficiency:
-            self._levels_memo.clear()  # a class's least efficiency changed
-        counts = self._cls_count.setdefault(level, {})
-        counts[job.gpus] = counts.get(job.gpus, 0) + 1
-        self._cls_by_gpus.setdefault(job.gpus, set()).add(job.index)
-        if self.auto_tune:  # classed with these timers: look again when they may change
-            self.timers(job, view.now)
-            self._cls_watch.watch(job.gpus, self.tuner.stable_until(job.gpus))
-        if level == _NETWORK:
-            return  # the widest: waiting longer changes nothing
-        rack_timer, network_timer = self.timers(job, view.now)
-        timer = rack_timer if level == _MACHINE else network_timer
-        fires = job.queued_since + (timer - EPS) * self.lease_s
-        until = fires - (1e-9 * abs(fires) + 1e-6)
-        now = view.now
-        if not until > now:
-            until = math.nextafter(now, math.inf)  # look again at the next instant
-        heapq.heappush(self._cls_due, (until, job.index, job.queued_since))
-
-    def _unclassify(self, index: int) -> None:
-        entry = self._cls.pop(index, None)
-        if entry is None:
-            return
-        level, gpus, efficiency = entry
-        effs = self._cls_effs[(level, gpus)]
-        if effs[0] == efficiency:
-            self._levels_memo.clear()  # a class's least efficiency may change
-        if len(effs) == 1:
-            del self._cls_effs[(level, gpus)]  # (``_levels_for`` loops over the classes)
-        else:
-            del effs[bisect_left(effs, efficiency)]
-        counts = self._cls_count[level]
-        if counts[gpus] == 1:
-            del counts[gpus]
-        else:
-            counts[gpus] -= 1
-        self._cls_by_gpus[gpus].discard(index)
-
-    def _level_minima(self, view: EngineView) -> tuple[float, float, float, float]:
-        """``set_lease_floor``'s ``levels``: the smallest waiting demand per
-        level (every waiting job, not only the challengers: a superset, so
-        the engine's test can only keep more instants) and until when that
-        holds (the first level change or auto-tuner timer change)."""
-        now = view.now
-        todo, self._cls_new = self._cls_new, []
-        for index in todo:
-            job = view.job(index)
-            if index in self._entry and index not in self._cls:
-                self._classify(view, job)
-        until = math.inf
-        tuner = self.tuner
-        watch = self._cls_watch
-        if self.auto_tune and not watch.quiet(tuner, now):
-            # only the demands whose timers may have changed (see ``_ask_wakeups``)
-            changed = watch.changed(tuner, now)
-            for gpus, members in self._cls_by_gpus.items():
-                if not members or gpus not in changed:
-                    continue
-                timers = tuner.timers(gpus, now)
-                # the timers hold while nothing is recorded and no wait
-                # leaves the window
-                watch.watch(gpus, tuner.stable_until(gpus))
-                if self._cls_timers.get(gpus) != timers:
-                    self._cls_timers[gpus] = timers
-                    for index in list(members):
-                        self._unclassify(index)
-                        self._classify(view, view.job(index))
-        due = self._cls_due
-        while due and due[0][0] <= now:
-            _, index, since = heapq.heappop(due)
-            job = view.job(index)
-            if index in self._cls and job.queued_since == since:
-                self._unclassify(index)
-                self._classify(view, job)
-        if self.auto_tune:  # (classifying may have lowered it)
-            until = watch.until()
-        if due:
-            until = min(until, due[0][0])
-        counts = self._cls_count
-        minima = [
-            min(counts[level]) if counts.get(level) else math.inf
-            for level in (_MACHINE, _RACK, _NETWORK)
-        ]
-        return (minima[0], minima[1], minima[2], until)
-
-    def _levels_for(self, bound: float) -> tuple[float, float, float]:
-        """``_level_minima``'s three minima over only the waiting jobs that an
-        expiring job of efficiency bound ``bound`` could lose to (less
-        efficient by more than ``margin``, with ``_lease_needs``' rounding):
-        the other waiting jobs cannot take its GPUs in the re-offer."""
-        hit = self._levels_memo.get(bound)
-        if hit is not None:
-            return hit
-        cut = bound - self.margin + 1e-9
-        minima = [math.inf, math.inf, math.inf]
-        for (level, gpus), effs in self._cls_effs.items():
-            if effs[0] < cut and gpus < minima[level]:
-                minima[level] = gpus
-        if len(self._levels_memo) > 4096:
-            self._levels_memo.clear()  # (bounds are many: keep it small)
-        got = self._levels_memo[bound] = (minima[0], minima[1], minima[2])
-        return got
-
-    def _lease_needs(self, view: EngineView) -> list[tuple[float, int]]:
-        """``(threshold, gpus)`` steps for ``set_lease_floor``: an expired job
-        more efficient than ``threshold`` has as challengers (waiting jobs
-        less efficient by more than ``margin``) at least the queue's prefix
-        up to the step's job, whose smallest demand is ``gpus``. Thresholds
-        sit 1e-9 below ``efficiency + margin`` (rounding; the engine compares
-        bounds that are themselves 1e-9 high)."""
-        smallest = min(self._demand)
-        margin = self.margin
-        needs: list[tuple[float, int]] = []
-        least = math.inf
-        # a step is the first job of its demand, in queue order, smaller
-        # than every demand before it: only each demand's first job can be one
-        for entry, gpus in sorted((same[0], gpus) for gpus, same in self._demand.items()):
-            if gpus < least:
-                least = gpus
-                needs.append((entry[0] + margin - 1e-9, gpus))
-                if gpus == smallest:
-                    break
-        return needs
 
     def _decide(self, view: EngineView) -> Action:
         pending = view.pending
@@ -966,9 +799,9 @@ class DallyPolicy(BasePolicy):
                 return job, level, placement
         return None
 
-    def _lease_matters(self, view: EngineView, expiring: list[Job]) -> bool:
+    def lease_matters(self, view: EngineView, expiring: list[Job]) -> bool:
         """The engine's last test of an instant where only the leases of
-        ``expiring`` would end (``set_lease_floor``'s ``matters``, asked at
+        ``expiring`` would end (the hints' ``lease_matters``, asked at
         that time). Since the last decision point, which ended with the
         queue as it is, only time has passed: the instant is a WAIT with no
         side effect unless the re-offer preempts someone (the placement pass
@@ -995,8 +828,8 @@ class DallyPolicy(BasePolicy):
             return list(planned[3])
         return self._reoffer(view, expired)
 
-    def _wake_matters(self, view: EngineView) -> bool:
-        """The test of this policy's wake-ups (``EngineView.wake_at``),
+    def wake_matters(self, view: EngineView) -> bool:
+        """The test of this policy's wake-ups (the hints' ``wake_matters``),
         called when a delay timer fires and nothing else happens. Since the
         last decision point, which ended with no waiting job fitting and
         every wake-up asked, only time has passed: the instant is a WAIT with

@@ -10,6 +10,7 @@ from ddl_gym.engine import (
     Engine,
     EngineView,
     InvalidAction,
+    LeaseHints,
     Place,
     Preempt,
     StalledError,
@@ -427,37 +428,38 @@ def test_victims_for_matches_the_packer():
 
 
 def test_a_wake_up_whose_test_says_no_makes_no_instant():
-    """``wake_at(t, matters)``: at ``t``, with nothing else happening, the
-    engine calls the test with ``now == t``; False drops the wake-up (no
-    instant, no series row), True keeps it; a wake-up without a test at the
-    same time keeps the instant (its test is not even needed)."""
+    """The hints' ``wake_matters``: at a wake-up with nothing else happening
+    the engine calls it with ``now`` at that time; False drops the wake-up (no
+    instant, no series row), True keeps it; an instant that holds another
+    event (here an arrival) is made without asking it."""
     cluster = Cluster(2, 1, 2, toy_fabric())
-    trace = make_trace([("x", 0.0, 2, "resnet18", 1000.0, 0.5)])
+    trace = make_trace(
+        [("x", 0.0, 2, "resnet18", 1000.0, 0.5), ("y", 30.0, 1, "resnet18", 10.0, 0.5)]
+    )
     engine = Engine(trace, cluster)
     engine.place(0, Level.MACHINE)
     seen: list[float] = []
 
-    def says(answer: bool):
-        def test() -> bool:
-            seen.append(engine.now)
-            return answer
+    def matters() -> bool:
+        seen.append(engine.now)
+        return engine.now == 20.0
 
-        return test
-
-    engine.wake_at(10.0, says(False))
-    engine.wake_at(20.0, says(True))
-    engine.wake_at(30.0, says(False))
-    engine.wake_at(30.0)
+    engine.hint(LeaseHints(wake_matters=matters))
+    for t in (10.0, 20.0, 30.0):
+        engine.wake_at(t)
     instants = engine.instant
     rows = len(engine.series)
     engine.advance()  # 10 s is skipped: the first instant is at 20 s
     assert engine.now == 20.0 and engine.events_now == [("wake", -1)]
     assert seen == [10.0, 20.0]
     assert engine.instant == instants + 1 and len(engine.series) == rows + 1
-    engine.advance()  # two wake-ups at 30 s, one without a test: an instant
-    assert engine.now == 30.0 and engine.events_now == [("wake", -1), ("wake", -1)]
+    engine.advance()  # an arrival with the wake-up at 30 s: an instant, no test
+    assert engine.now == 30.0 and engine.events_now == [("arrival", 1), ("wake", -1)]
     assert seen == [10.0, 20.0]
-    assert not engine._wake_tests
+    engine.hint(LeaseHints())  # no test: every wake-up makes an instant
+    engine.wake_at(40.0)
+    engine.advance()
+    assert engine.now == 40.0 and engine.events_now == [("wake", -1)]
 
 
 @pytest.mark.parametrize("enabled_before", [True, False])

@@ -141,3 +141,13 @@ def test_front_door_and_no_reference_outside_the_repository():
             if old_name in line or "shared/" + "DESIGN" in line:
                 bad.append(f"{rel}:{n}: {line.strip()}")
     assert not bad, "cite docs/design.md instead:\n" + "\n".join(bad)
+
+
+def test_engine_imports_nothing_from_baselines():
+    """The engine knows no policy: nothing under ``ddl_gym/engine/`` imports
+    ``ddl_gym.baselines`` (policies tell it what they need through
+    ``LeaseHints``)."""
+    for path in sorted((REPO / "ddl_gym/engine").glob("*.py")):
+        bad = {n for n in _imports(path) if n.split(".")[:2] == ["ddl_gym", "baselines"]}
+        bad |= {n for n in _imports(path) if n.split(".")[0] == "baselines"}
+        assert not bad, f"{path.name} imports {bad}"

@@ -13,12 +13,14 @@ decision points with the tests than without.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pandas as pd
 import pytest
 from ddl_gym.baselines import make_policy
 from ddl_gym.baselines.dally import DallyPolicy
 
-from ddl_gym.engine import WAIT, Engine, EngineView, Wait
+from ddl_gym.engine import WAIT, Engine, EngineView, LeaseHints, Wait
 from ddl_gym.topology import Cluster
 from ddl_gym.traces import load_trace
 from tests.conftest import PHILLY_WEEK
@@ -26,13 +28,13 @@ from tests.helpers import InvariantChecker
 
 
 class FloorOnlyView(EngineView):
-    """The view with ``set_lease_floor`` cut back to the efficiency floor:
-    the run the demand and level tests must not change."""
+    """The view with the lease hints cut back to the efficiency floor (and
+    the wake-up test): the run the demand and level tests must not change."""
 
     __slots__ = ()
 
-    def set_lease_floor(self, floor, *tests) -> None:
-        super().set_lease_floor(floor)
+    def hint(self, hints: LeaseHints) -> None:
+        super().hint(LeaseHints(floor=hints.floor, wake_matters=hints.wake_matters))
 
 
 @pytest.fixture(scope="module")
@@ -123,13 +125,13 @@ def test_compacting_the_event_heap_changes_no_result(philly_slice):
 
 @pytest.mark.parametrize("name", ["dally", "dally-1-2"])
 def test_skipped_wake_ups_change_no_result(philly_slice, name):
-    """Dally asks its delay-timer wake-ups with a test (``_wake_matters``):
+    """Dally asks its delay-timer wake-ups with a test (``wake_matters``):
     a wake-up where the waiting jobs still fit nowhere at their levels makes
     no instant. Against a run whose test always says yes (every wake-up an
     instant, as before), the results are identical and there are fewer
     instants."""
     always = make_policy(name)
-    always._wake_matters = lambda view: True  # bound into the test at reset
+    always.wake_matters = lambda view: True  # bound into the test at reset
     before, before_instants = _run(philly_slice, always, EngineView, lazy=True)
     after, after_instants = _run(
         philly_slice, make_policy(name), EngineView, lazy=True, checker=InvariantChecker()
@@ -143,7 +145,7 @@ def test_skipped_wake_ups_change_no_result(philly_slice, name):
 
 @pytest.mark.parametrize("name", ["dally", "dally-1-2"])
 def test_the_lease_test_and_levels_brought_up_to_date_change_no_result(philly_slice, name):
-    """Dally's lease test (``_lease_matters``, its re-offer dry-run at the
+    """Dally's lease test (``lease_matters``, its re-offer dry-run at the
     boundary) passes over lease instants where nobody would lose GPUs, and
     ``levels_at`` renews the level test past its end without a decision
     point. Against the run with neither (every boundary the count and level
@@ -152,8 +154,8 @@ def test_the_lease_test_and_levels_brought_up_to_date_change_no_result(philly_sl
     class WithoutBoth(EngineView):
         __slots__ = ()
 
-        def set_lease_floor(self, floor, needs=(), levels=None, levels_for=None, *rest):
-            super().set_lease_floor(floor, needs, levels, levels_for)
+        def hint(self, hints: LeaseHints) -> None:
+            super().hint(replace(hints, lease_matters=None, levels_at=None))
 
     before, before_instants = _run(philly_slice, make_policy(name), WithoutBoth, lazy=True)
     after, after_instants = _run(
@@ -184,7 +186,7 @@ def test_demand_groups_change_no_result_on_a_busy_synthetic_cluster():
         policy = make_policy("dally")
         engine = Engine(trace, cluster, **{**policy.engine_kwargs(), "congestion": "moderate"})
         if slack is not None:
-            engine._lazy.stale_slack = slack
+            engine._skipper.leases.stale_slack = slack
         _drive(engine, policy, view_type(engine))
         results.append((engine.result(), engine.instant))
     (floor, floor_instants), *grouped = results

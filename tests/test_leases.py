@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from ddl_gym.baselines import make_policy
 
-from ddl_gym.engine import Engine, EngineView, Place, Wait, run_policy, simulate
+from ddl_gym.engine import Engine, EngineView, LeaseHints, Place, Wait, run_policy, simulate
 from ddl_gym.engine.leases import _band, _band_ceiling, roll
+from ddl_gym.perf import Level
 from ddl_gym.topology import Cluster
 from ddl_gym.traces import synthetic_trace
 from tests.helpers import make_trace
@@ -118,7 +119,7 @@ def test_lazy_leases_show_dally_the_same_instants(name):
 
 
 def test_dally_lease_floor_skips_only_instants_that_change_nothing():
-    """With lazy leases Dally sets an efficiency floor (``set_lease_floor``):
+    """With lazy leases Dally sets an efficiency floor (``LeaseHints``):
     instants where only leases of jobs that cannot lose their GPUs expire are
     not made at all. On a trace where waiting jobs have run before (so their
     efficiency is high) that removes most decision points; results stay
@@ -151,7 +152,7 @@ def test_efficiency_bound_holds_until_the_next_rerate():
     checked = 0
     while not engine.done:
         for job in engine.running.values():
-            assert engine.efficiency(job) <= engine._lazy.bound[job.index]
+            assert engine.efficiency(job) <= engine._skipper.leases.bound[job.index]
             checked += 1
         while (action := policy.act(view)) is not None and not isinstance(action, Wait):
             engine.apply(action)
@@ -239,3 +240,36 @@ def test_expire_at_finds_exactly_the_jobs_with_a_boundary_then(L):
         assert got == sorted(want, key=lambda j: (starts[j], j)), t
         hits += len(got)
     assert hits >= 60 * len(base)
+
+
+@pytest.mark.parametrize("answer", [False, True])
+def test_a_boundary_the_hints_say_no_to_makes_no_instant(answer):
+    """The seam without a policy: the engine asks the hints' ``lease_matters``
+    at each boundary the count test keeps (a job waits), with the clock at
+    the boundary and the expiring jobs; False passes over it, True makes it
+    an instant that reports the expiry. The clock is back where it was."""
+    cluster = Cluster(2, 1, 2, toy_fabric())
+    trace = make_trace(
+        [("x", 0.0, 4, "resnet18", 1000.0, 0.5), ("y", 5.0, 2, "resnet18", 10.0, 0.5)]
+    )
+    engine = Engine(trace, cluster, lease_s=20.0, lazy_leases=True)
+    engine.place(0, Level.NETWORK)
+    seen: list[tuple[float, list[int]]] = []
+
+    def lease_matters(expiring) -> bool:
+        seen.append((engine.now, [job.index for job in expiring]))
+        return answer
+
+    engine.hint(LeaseHints(needs=((0.0, 1),), lease_matters=lease_matters))
+    engine.advance()  # y arrives and waits: the leases are armed
+    assert engine.now == 5.0 and engine.pending
+    engine.advance()
+    if answer:
+        assert engine.now == 20.0 and engine.events_now == [("lease", 0)]
+        assert engine.lease_expired == [engine.jobs[0]]
+        assert seen == [(20.0, [0])]
+    else:
+        assert engine.events_now == [("completion", 0)]
+        assert len(seen) >= 2
+        assert seen == [(20.0 * k, [0]) for k in range(1, len(seen) + 1)]
+        assert engine.now > seen[-1][0]

@@ -2,6 +2,7 @@
 
 from ddl_gym.engine.actions import WAIT, Action, InvalidAction, Place, Preempt, Wait
 from ddl_gym.engine.engine import Engine, StalledError
+from ddl_gym.engine.hints import LeaseHints
 from ddl_gym.engine.job import Job, Status
 from ddl_gym.engine.metrics import JOB_COLUMNS, Result, summarize
 from ddl_gym.engine.policy import Policy
@@ -16,6 +17,7 @@ __all__ = [
     "EngineView",
     "InvalidAction",
     "Job",
+    "LeaseHints",
     "Place",
     "Policy",
     "PolicyEngineWarning",

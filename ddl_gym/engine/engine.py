@@ -9,7 +9,11 @@ order they are handled when they fall at the same instant:
 
 After all events of an instant are handled the engine stops at a *decision
 point*: a policy applies actions (``place``, ``preempt``) one at a time, then
-``advance()`` (the ``Wait`` action) moves time to the next event.
+``advance()`` (the ``Wait`` action) moves time to the next event. A policy
+may ``hint`` (``LeaseHints``, ``engine/hints.py``) which wake-ups and, with
+lazy leases, which lease boundaries can change nothing for it: those make no
+decision point. The engine asks the hints' tests without knowing what they
+mean; the lease side lives in ``engine/leases.py`` (``LeaseSkipper``).
 
 A running job makes ``gpus / t_iter`` iterations of single-GPU work per second
 (linear scaling, as in the seed), where ``t_iter`` comes from the performance
@@ -25,16 +29,17 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
 from ddl_gym.engine.actions import Action, InvalidAction, Place, Preempt, Wait
 from ddl_gym.engine.gcpause import cyclic_gc_paused
+from ddl_gym.engine.hints import NO_HINTS, LeaseHints, asked_at
 from ddl_gym.engine.job import Job, Status
-from ddl_gym.engine.leases import LazyLeases
+from ddl_gym.engine.leases import LeaseSkipper
 from ddl_gym.engine.metrics import Result, build_result
-from ddl_gym.engine.packer import FreeIndex, gpus_held
+from ddl_gym.engine.packer import FreeIndex
 from ddl_gym.perf import Level, PerfModel, Shape, shape_of
 from ddl_gym.profiles import get_profile
 from ddl_gym.topology import Cluster, Congestion, get_cluster, get_congestion
@@ -102,7 +107,10 @@ class Engine:
             the instant's other events, some job waits; instants where only
             leases expire and nobody waits are skipped. For policies that act on
             an expiry only when a job waits (Dally): same results, a fraction
-            of the events. Off by default: a policy may act on any expiry.
+            of the events; such a policy may also ``hint`` (``LeaseHints``)
+            which boundaries can matter to it (``engine/leases.py``'s
+            ``LeaseSkipper`` passes over the rest). Off by default: a policy
+            may act on any expiry.
         perf_source: ``closed_form`` (our ``PerfModel``, with contention and
             congestion) or ``seed_astra`` (the seed authors' per-placement
             slowdown table, ``ddl_gym.seed_astra``; no contention, and slots
@@ -182,7 +190,7 @@ class Engine:
         self.rack_free = [c.gpus_per_rack] * c.racks
         self.total_free = c.num_gpus
         # the packer's index over ``free``/``rack_free`` (kept in step by _start/_stop)
-        self._free_index = FreeIndex(
+        self.free_index = FreeIndex(
             self.free, self.rack_free, c.servers_per_rack, c.gpus_per_server
         )
         self.uplink_jobs: list[set[int]] = [set() for _ in range(c.racks)]
@@ -206,25 +214,14 @@ class Engine:
         # at that very time (their order, by push, could then change)
         self._finishing: dict[float, int] = {}
         self._tick_at: float | None = None
-        # wake-ups asked with a test (their heap sequence number -> the test)
-        self._wake_tests: dict[int, Callable[[], bool]] = {}
+        # the policy's hints (``hint``): its wake-up test, and the lease
+        # boundaries the skipper passes over
+        self.hints = NO_HINTS
         self.instant = 0  # counts event instants handled (decision points)
         self.lease_expired: list[Job] = []
-        self._lazy = (
-            LazyLeases(
-                self.lease_s,
-                self._lease_fits,
-                self._lease_caps_fit,
-                self._lease_matters,
-                self._lease_relevel,
-            )
-            if self.lazy_leases and self.lease_s
-            else None
+        self._skipper = (
+            LeaseSkipper(self.lease_s, self) if self.lazy_leases and self.lease_s else None
         )
-        self._lease_levels = (math.inf, math.inf, math.inf)
-        self._lease_levels_for: Callable[[float], tuple[float, float, float]] | None = None
-        self._lease_test: Callable[[list[Job]], bool] | None = None
-        self._lease_levels_at: Callable[[], tuple[float, float, float, float]] | None = None
         self.events_now: list[tuple[str, int]] = []
         self.series: list[tuple[float, int, int, int, float]] = []
         # (job index, server, GPUs, start, end) of every finished placement
@@ -280,8 +277,8 @@ class Engine:
     def next_event_time(self) -> float | None:
         self._drop_stale()
         t = self._heap[0][0] if self._heap else None
-        if self._lazy is not None and self.pending:
-            lease_t = self._lazy.next_after(self.now, self.jobs, free=self.total_free)
+        if self._skipper is not None and self.pending:
+            lease_t = self._skipper.next_after(self.now)
             if lease_t is not None and (t is None or lease_t < t):
                 t = lease_t
         return t
@@ -327,16 +324,16 @@ class Engine:
         self.lease_expired = []
         self.events_now = []
         self.instant += 1
-        lazy = self._lazy
+        skipper = self._skipper
         heap = self._heap
         while True:
             self._drop_stale()
             heap_t = heap[0][0] if heap else math.inf
             lease_t = None
-            if lazy and self.pending:
-                # the decision point is over: the policy's floor and the free
+            if skipper and self.pending:
+                # the decision point is over: the policy's hints and the free
                 # count hold until the next other event
-                lease_t = lazy.next_after(self.now, self.jobs, heap_t, self.total_free)
+                lease_t = skipper.next_after(self.now, heap_t)
             if not heap and lease_t is None:
                 return
             t = heap_t
@@ -344,7 +341,7 @@ class Engine:
                 t = lease_t
             if t < self.now:
                 raise AssertionError(f"time went back: {t} < {self.now}")
-            if not (self._wake_tests and heap_t == t and self._skip_wakes(t)):
+            if not (self.hints.wake_matters and heap_t == t and self._skip_wakes(t)):
                 break
         self.now = t
         while heap and heap[0][0] == t:
@@ -373,14 +370,12 @@ class Engine:
                     self._push(change, CONGESTION, -1)
                 self.events_now.append(("congestion", -1))
             elif kind == WAKE:
-                if self._wake_tests:
-                    self._wake_tests.pop(seq, None)
                 self.events_now.append(("wake", j))
             elif kind == TICK:
                 if t == self._tick_at:
                     self._tick_at = None
                     self.events_now.append(("tick", -1))
-        if lazy and self.pending:
+        if skipper and self.pending:
             self._report_lazy_leases(t)
         self._schedule_tick()
         if self.record_series:
@@ -389,7 +384,7 @@ class Engine:
     def _report_lazy_leases(self, t: float) -> None:
         """Lazy leases: the expiries at ``t``, a job waiting; their events go
         where the eager engine puts them (after arrivals, before wake-ups)."""
-        expired = self._lazy.expire_at(t, self.jobs)
+        expired = self._skipper.expire_at(t)
         if not expired:
             return
         self.lease_expired = expired
@@ -406,56 +401,45 @@ class Engine:
             self._tick_at = later(self.now, self.tick_s)
             self._push(self._tick_at, TICK, -1)
 
-    def wake_at(self, t: float, matters: Callable[[], bool] | None = None) -> None:
-        """Ask for a decision point at time ``t`` (a policy's timer).
-
-        ``matters``: a test the engine calls at ``t`` (``now`` already ``t``)
-        when nothing else happens then (no other event, no lease expiry that
-        the lazy-lease tests keep); if it returns False the wake-up makes no
-        instant: no decision point, no series row. For a policy that knows
-        when its timer can change nothing (Dally: the job whose delay timer
-        fires still fits nowhere at its wider level)."""
+    def wake_at(self, t: float) -> None:
+        """Ask for a decision point at time ``t`` (a policy's timer; the
+        hints' ``wake_matters`` may drop it, see ``_skip_wakes``)."""
         if not t > self.now:
             raise InvalidAction(f"wake-up time {t} is not after now ({self.now})")
         self._push(t, WAKE, -1)
-        if matters is not None:
-            self._wake_tests[self._seq] = matters
+
+    def hint(self, hints: LeaseHints) -> None:
+        """The policy's ``LeaseHints``, until its next: the wake-up test, and
+        (with lazy leases) the lease boundaries the skipper passes over."""
+        self.hints = hints
+        if self._skipper is not None:
+            self._skipper.hint(hints)
 
     def _skip_wakes(self, t: float) -> bool:
-        """Whether the next instant, at ``t``, holds only wake-ups asked
-        with a test, no lease expiry the lazy-lease tests keep, and every
-        test says the wake-up changes nothing; then they are dropped and time
-        moves to ``t`` without an instant."""
+        """Whether the next instant, at ``t``, holds only wake-ups, no lease
+        boundary the skipper keeps, and the hints' ``wake_matters``, asked at
+        ``t``, says they change nothing; then they are dropped and time moves
+        to ``t`` without an instant."""
         heap = self._heap
-        tests = self._wake_tests
-        first = heap[0]
-        if first[1] != WAKE or first[2] not in tests:
+        if heap[0][1] != WAKE:
             return False  # (the common case, an arrival or completion: no pop)
-        lazy = self._lazy
         entries = []
         while heap and heap[0][0] == t:
             entry = heapq.heappop(heap)
             entries.append(entry)
-            if entry[1] != WAKE or entry[2] not in tests:
+            if entry[1] != WAKE:
                 for e in entries:
                     heapq.heappush(heap, e)
                 return False
-        # every lease boundary at ``t`` (kept by the tests or not: an instant
-        # reports them all) must be one the tests pass over
-        if lazy and self.pending and not lazy.passes_over(t, self.jobs, self.total_free):
+        # every lease boundary at ``t`` (kept by the hints or not: an instant
+        # reports them all) must be one the hints pass over
+        skipper = self._skipper
+        if (skipper and self.pending and not skipper.passes_over(t)) or asked_at(
+            self, t, self.hints.wake_matters
+        ):
             for e in entries:
                 heapq.heappush(heap, e)
             return False
-        before = self.now
-        self.now = t
-        asked = {id(tests[e[2]]): tests[e[2]] for e in entries}
-        if any(test() for test in asked.values()):
-            self.now = before
-            for e in entries:
-                heapq.heappush(heap, e)
-            return False
-        for e in entries:
-            del tests[e[2]]
         return True
 
     def _record(self) -> None:
@@ -531,8 +515,8 @@ class Engine:
         iteration time and its progress settled to now. The event stands if
         its time did not move (most re-rates of an unchanged rate) and no
         other job's is due at that very time; else a new one replaces it."""
-        if self._lazy is not None:
-            self._lazy.set_bound(job.index, self._efficiency_bound(job))
+        if self._skipper is not None:
+            self._skipper.rated(job)
         begin = max(self.now, job.busy_until)
         finish = begin + (job.iterations - job.progress) / job.rate
         if finish != job.finish or self._finishing[finish] != 1:
@@ -568,165 +552,6 @@ class Engine:
 
         counts = compact_counts(job.placement, self.cluster.servers_per_rack, SEED_GPUS_PER_SLOT)
         return self.seed_table.slowdown(job.model, *counts)
-
-    @staticmethod
-    def _efficiency_bound(job: Job) -> float:
-        """A bound on ``efficiency(job)`` until the job's next re-rate (its
-        accounting settled to now): from here compute and exposed
-        communication grow in the fixed ratio ``t_compute : exposed``, so the
-        time-average moves monotonically from its value now towards
-        ``t_compute / (t_compute + exposed)`` and never passes the larger of
-        the two (plus 1e-9 for rounding)."""
-        busy = job.compute_time + job.comm_time
-        now = job.compute_time / busy if busy > 0 else 0.0
-        per_iter = job.t_compute + job.exposed
-        limit = job.t_compute / per_iter if per_iter > 0 else 0.0
-        return max(now, limit) + 1e-9
-
-    def set_lease_floor(
-        self,
-        floor: float | None,
-        needs: Sequence[tuple[float, int]] = (),
-        levels: tuple[float, float, float, float] | None = None,
-        levels_for: Callable[[float], tuple[float, float, float]] | None = None,
-        matters: Callable[[list[Job]], bool] | None = None,
-        levels_at: Callable[[], tuple[float, float, float, float]] | None = None,
-    ) -> None:
-        """Lazy leases: until changed, an instant where only leases expire is
-        made only if some expiring job's efficiency may exceed ``floor``
-        (None: any expiry while a job waits). For a policy that re-offers an
-        expired lease only to a less efficient waiting job (Dally); expiries
-        at instants made by other events are all reported. Ignored without
-        lazy leases.
-
-        ``needs`` adds a demand test: ``(threshold, gpus)`` pairs, thresholds
-        ascending and ``gpus`` descending, meaning "a waiting job that an
-        expiring job whose efficiency exceeds ``threshold`` could lose to asks
-        at least ``gpus`` GPUs". An instant where only leases expire is then
-        made only if the GPUs of the jobs expiring there plus the free ones
-        number at least the ``gpus`` of the last threshold their largest
-        efficiency bound exceeds.
-
-        ``levels``: ``(machine, rack, network, until)``: the smallest GPU
-        demand among the waiting jobs that accept only one server, only one
-        rack, and any placement (inf: none), valid for every instant before
-        ``until``. Such an instant is then also made only if one of those
-        demands fits, as the packer tests it, in the free GPUs plus those of
-        the expiring jobs: one server, one rack, or the whole pool.
-
-        ``levels_for(top)``: the same three minima over only the waiting
-        jobs that could take GPUs from an expiring job whose efficiency
-        bound is ``top`` (valid as ``levels`` is, which it refines).
-
-        ``matters(expiring)``: the last test, of an instant the others keep:
-        called with ``now`` at that instant and the jobs whose leases expire
-        there (in start order, as ``lease_expired`` would list them); False
-        means the policy would only wait there (no action, no state a later
-        instant reads), and no instant is made. Dally's is its re-offer.
-
-        ``levels_at()``: ``levels`` again, asked with ``now`` at a later
-        boundary (at or past their ``until``) with no decision point in
-        between: the level test then goes on past ``until``."""
-        if self._lazy is not None:
-            self._lease_test = matters
-            self._lease_levels_at = levels_at if levels is not None else None
-            self._lease_levels_for = levels_for if levels is not None else None
-            if levels is None:
-                self._lazy.set_floor(floor, needs)
-            else:
-                self._lease_levels = levels[:3]
-                self._lazy.set_floor(floor, needs, levels[3])
-
-    def _lease_matters(self, t: float, jobs: list[Job]) -> bool:
-        """``set_lease_floor``'s ``matters`` for the jobs expiring at ``t``
-        (True without one), asked with the clock at ``t``."""
-        test = self._lease_test
-        if test is None:
-            return True
-        before = self.now
-        self.now = t
-        try:
-            return test(sorted(jobs, key=lambda job: (job.started_at, job.index)))
-        finally:
-            self.now = before
-
-    def _lease_relevel(self, t: float) -> float:
-        """The level test brought up to ``t`` (``levels_at``, asked with the
-        clock at ``t``); returns until when it holds (-inf: no way to)."""
-        levels_at = self._lease_levels_at
-        if levels_at is None:
-            return -math.inf
-        before = self.now
-        self.now = t
-        try:
-            levels = levels_at()
-        finally:
-            self.now = before
-        self._lease_levels = levels[:3]
-        return levels[3]
-
-    def _lease_fits(self, jobs: list[Job], top: float = math.inf, pool: int | None = None) -> bool:
-        """Whether a waiting demand of ``set_lease_floor``'s ``levels`` fits
-        the free GPUs plus those of ``jobs`` (running), by the packer's own
-        tests: a server (machine level), a rack (rack level; it also holds
-        every one-server placement) or the cluster (network level). With the
-        policy's ``levels_for``, only the demands that could challenge jobs of
-        largest efficiency bound ``top`` count. ``pool``: the free GPUs plus
-        the jobs' (the caller's count, if it has one)."""
-        levels_for = self._lease_levels_for
-        if levels_for is not None:
-            machine, rack, network = levels_for(top)
-        else:
-            machine, rack, network = self._lease_levels
-        if pool is None:
-            pool = self.total_free
-            for job in jobs:
-                pool += job.gpus
-        if network <= pool:
-            return True
-        free = self.free
-        rack_free = self.rack_free
-        add_server, add_rack = gpus_held(
-            (job.placement for job in jobs), self.cluster.servers_per_rack
-        )
-        if rack <= pool:
-            best = max(rack_free)
-            for r, g in add_rack.items():
-                if rack_free[r] + g > best:
-                    best = rack_free[r] + g
-            if rack <= best:
-                return True
-        if machine <= pool:
-            best = self._free_index.largest()
-            for server, g in add_server.items():
-                if free[server] + g > best:
-                    best = free[server] + g
-            if machine <= best:
-                return True
-        return False
-
-    def _lease_caps_fit(self) -> Callable[[int, float], bool]:
-        """A relaxation of ``_lease_fits`` for jobs of ``cap`` GPUs in all
-        and largest bound ``top``, wherever they are: at most ``cap`` GPUs
-        join the largest free rack, and at most ``min(cap, GPUs per server)``
-        the largest free server."""
-        total = self.total_free
-        top_rack = max(self.rack_free)
-        top_server = self._free_index.largest()
-        G = self.cluster.gpus_per_server
-        levels_for = self._lease_levels_for
-        static = self._lease_levels
-
-        def fits(cap: int, top: float) -> bool:
-            machine, rack, network = static if levels_for is None else levels_for(top)
-            pool = total + cap
-            return (
-                network <= pool
-                or (rack <= pool and rack <= top_rack + cap)
-                or (machine <= pool and machine <= top_server + min(cap, G))
-            )
-
-        return fits
 
     def _rerate_uplinks(self, racks: Sequence[int], skip: int = -1) -> None:
         """Re-rate the cross-rack jobs on ``racks``' uplinks (one started or
@@ -788,7 +613,7 @@ class Engine:
     def placement_for(self, job: Job, level: Level) -> list[tuple[int, int]] | None:
         if job.gpus > self.total_free:
             return None
-        placement = self._free_index.find(job.gpus, level)
+        placement = self.free_index.find(job.gpus, level)
         if placement is not None:
             # a policy places what it just looked up: ``place`` takes it from
             # here while no GPU moved (a copy: the caller owns the list)
@@ -869,7 +694,7 @@ class Engine:
         now = self.now
         S = c.servers_per_rack
         free = self.free
-        move = self._free_index.move
+        move = self.free_index.move
         for server, g in placement:
             move(server, free[server], free[server] - g)
             free[server] -= g
@@ -912,8 +737,8 @@ class Engine:
         self._rate(job)
         if self.lease_s is not None:
             job.lease_version += 1
-            if self._lazy is not None:
-                self._lazy.start(job, now)
+            if self._skipper is not None:
+                self._skipper.start(job, now)
             else:
                 self._push(later(now, self.lease_s), LEASE, job.index, job.lease_version)
 
@@ -921,7 +746,7 @@ class Engine:
         self._settle(job)
         S = self.cluster.servers_per_rack
         free = self.free
-        move = self._free_index.move
+        move = self.free_index.move
         for server, g in job.placement:
             move(server, free[server], free[server] + g)
             free[server] += g
@@ -937,8 +762,8 @@ class Engine:
         del self.running[job.index]
         self._drop_finish(job)
         job.lease_version += 1
-        if self._lazy is not None:
-            self._lazy.stop(job)
+        if self._skipper is not None:
+            self._skipper.stop(job)
         if job.shape.r > 1:
             for r in job.racks:
                 self.uplink_jobs[r].discard(job.index)

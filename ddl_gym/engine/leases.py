@@ -62,6 +62,12 @@ The level test itself (``fits``) counts, for jobs of largest bound ``top``,
 only the waiting jobs that could challenge them (the policy's
 ``levels_for(top)``): a more efficient waiting job would fit the GPUs but
 cannot take them.
+
+The seam: the floor, demands, levels and the policy's last test all come
+from the policy's latest ``LeaseHints`` (``engine/hints.py``). ``LeaseSkipper``
+holds them and the ``LazyLeases``, reads the engine's state (given once) and
+answers ``LazyLeases``' questions (``LeaseJudge``); the engine's loop calls a
+few of its methods and knows nothing of the policy.
 """
 
 from __future__ import annotations
@@ -72,8 +78,12 @@ from bisect import bisect_left, insort
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
+from typing import Protocol
 
+from ddl_gym.engine.hints import NO_HINTS, LeaseHints, asked_at
 from ddl_gym.engine.job import Job
+from ddl_gym.engine.packer import FreeIndex, gpus_held
+from ddl_gym.topology import Cluster
 
 # Phase buckets: 2**-20 s (about 1 us) is far wider than the rounding drift of
 # a boundary sequence (a few ulps of the largest time) and exact to scale by.
@@ -167,6 +177,33 @@ class _PhaseGroup:
     ceiling: float = math.inf
 
 
+class LeaseJudge(Protocol):
+    """The tests ``LazyLeases`` asks of a boundary beyond its own counts
+    (``LeaseSkipper`` answers them from the policy's hints)."""
+
+    def fits(self, jobs: list[Job], top: float, pool: int) -> bool:
+        """Whether a waiting demand of the level test (for jobs of largest
+        efficiency bound ``top``) may fit the free GPUs plus those of
+        ``jobs``, ``pool`` in all."""
+        ...
+
+    def caps_fit(self) -> Callable[[int, float], bool]:
+        """``caps_fit()(c, top)``: whether jobs holding ``c`` GPUs in all, of
+        largest bound ``top``, may pass ``fits`` at best (a relaxation, for
+        whole demand groups)."""
+        ...
+
+    def matters(self, b: float, jobs: list[Job]) -> bool:
+        """The policy's last word on a boundary at ``b`` whose jobs pass the
+        tests above (False: it would only wait there)."""
+        ...
+
+    def relevel(self, t: float) -> float:
+        """The level test brought up to time ``t`` (once it ran out); returns
+        the new ``levels_until`` (-inf: no way to)."""
+        ...
+
+
 class LazyLeases:
     """Lease boundaries of the running jobs, rolled forward only on demand.
 
@@ -179,30 +216,14 @@ class LazyLeases:
     # a demand group is cleaned of stale entries past this many beyond twice the parked jobs
     stale_slack = 4096
 
-    def __init__(
-        self,
-        lease_s: float,
-        fits: Callable[[list[Job], float, int], bool] | None = None,
-        caps_fit: Callable[[], Callable[[int, float], bool]] | None = None,
-        matters: Callable[[float, list[Job]], bool] | None = None,
-        relevel: Callable[[float], float] | None = None,
-    ) -> None:
+    def __init__(self, lease_s: float, judge: LeaseJudge | None = None) -> None:
         self.lease_s = lease_s
-        # fits(jobs, top, pool): whether a waiting demand of the policy's level
-        # test (for jobs whose largest efficiency bound is ``top``) may fit the
-        # free GPUs plus those of ``jobs``, ``pool`` in all (the engine's packer
-        # tests)
-        self._fits = fits
-        # caps_fit()(c, top): whether some jobs holding ``c`` GPUs in all, of
-        # largest bound ``top``, may pass ``fits`` at best (a relaxation of
-        # it, for whole demand groups)
-        self._caps_fit = caps_fit
-        # matters(b, jobs): the policy's own last word on a boundary at ``b``
-        # whose jobs pass the tests above (False: it would only wait there)
-        self._matters = matters
-        # relevel(t): the level test brought up to time ``t`` (once it has
-        # run out); returns the new ``levels_until``
-        self._relevel = relevel
+        # the judge's tests (``LeaseJudge``; None: only the floor and the
+        # demand counts judge a boundary), bound once: they run per boundary
+        self._fits = judge.fits if judge is not None else None
+        self._caps_fit = judge.caps_fit if judge is not None else None
+        self._matters = judge.matters if judge is not None else None
+        self._relevel = judge.relevel if judge is not None else None
         self.levels_until = -math.inf  # the level test holds before this time
         self.at: dict[int, float] = {}
         self._heap: list[tuple[float, int, int, int]] = []
@@ -351,6 +372,15 @@ class LazyLeases:
         GPUs plus ``free`` hold no demand the policy named are passed over
         for good: give ``before`` only once the decision point is over (the
         free count and the needs are then fixed until ``before``).
+
+        The search takes the earliest of the main heap's top and the
+        candidates of the demand groups worth searching (``_groups_to_search``;
+        the dormant ones wake when the search reaches the end of the level
+        test, ``_wake_dormant``). A main-heap entry is dropped if stale,
+        parked by bound below the floor, rolled forward if behind the clock,
+        parked by demand if its neighbourhood holds too few GPUs
+        (``_park_by_demand``), or else judged (``_too_few``): the first
+        boundary not passed over is the answer.
         """
         heap = self._heap
         L = self.lease_s
@@ -359,61 +389,11 @@ class LazyLeases:
         demand = bool(self._need_thr)
         judged = -math.inf  # the last boundary tested, and whether it is passed over
         passed = False
-        # The groups parked by demand that may hold a boundary of interest are
-        # searched with the main heap. Every boundary judged below (before
-        # ``before``) meets the level test while it holds (before
-        # ``levels_until``): a group whose GPU sum cannot pass it even at the
-        # best server and rack holds none that is not passed over until then,
-        # and sleeps (``dormant``) until the search gets there; the level test
-        # is then brought up to that time and the sleeping groups looked at
-        # again.
-        caps_fit = None  # built when first needed
-        caps_until = -math.inf
         use_caps = (
             demand and self._caps_fit is not None and now < before and now < self.levels_until
         )
-        if use_caps:
-            caps_until = self.levels_until
-        active: list[_PhaseGroup] = []
-        dormant: list[tuple[int, _PhaseGroup]] = []
-        empty = False
-        need_thr = self._need_thr
-        need_gpus = self._need_gpus
-        # a group's ``cand`` (its earliest boundary after some time, no later
-        # than now, when it was found) bounds its next boundary from below
-        # even if that job has left since: a group whose ``cand`` lies at or
-        # past ``before`` holds no boundary the search gets to
-        horizon = before if now < before else math.inf
-        for cap, bands in self._dbands.items():
-            pool = cap + free
-            for _, g in bands:
-                c = g.cand
-                if c is not None and c[0] >= horizon:
-                    continue
-                if not g.entries:
-                    empty = True  # no live member: dropped below
-                    continue
-                if demand:
-                    # the demand named for the largest bound near its members
-                    # (``_need`` inlined, as ``_wake_group``'s test below);
-                    # the band's top edge bounds it: if even that names more
-                    # GPUs than the group holds, so do the lower bands
-                    i = bisect_left(need_thr, g.ceiling)
-                    if not i or need_gpus[i - 1] > pool:
-                        break
-                    i = bisect_left(need_thr, g.top)
-                    if not i or need_gpus[i - 1] > pool:
-                        continue
-                if use_caps and caps_fit is None:
-                    caps_fit = self._caps_fit()
-                if caps_fit is None or caps_fit(cap, g.top):
-                    if c is None or c[0] <= now or token_of.get(c[2]) != c[3]:
-                        self._group_next(g, now)
-                    active.append(g)
-                else:
-                    dormant.append((cap, g))
-        if empty:
-            self._drop_empty_groups()
+        caps_until = self.levels_until if use_caps else -math.inf
+        active, dormant = self._groups_to_search(now, before, free, demand, use_caps)
         while True:
             top = heap[0] if heap else None
             grp = None
@@ -423,25 +403,7 @@ class LazyLeases:
                     top = c
                     grp = g
             if dormant and caps_until < before and (top is None or top[0] >= caps_until):
-                # the search reached the end of the level test: the sleeping
-                # groups' boundaries before it are all passed over
-                ref = math.nextafter(caps_until, -math.inf)
-                if self._relevel is not None:
-                    self.levels_until = self._relevel(caps_until)
-                caps_fit = None
-                # (a test that holds for less than a millisecond, e.g. a timer
-                # firing within its rounding slack, is not worth another round)
-                if caps_until + 1e-3 < self.levels_until:
-                    caps_fit = self._caps_fit()
-                    caps_until = self.levels_until
-                asleep = dormant
-                dormant = []
-                for cap, g in asleep:
-                    if caps_fit is None or caps_fit(cap, g.top):
-                        self._wake_group(g, ref)
-                        active.append(g)
-                    else:
-                        dormant.append((cap, g))
+                dormant, caps_until = self._wake_dormant(active, dormant, caps_until)
                 continue
             if top is None:
                 return None
@@ -488,21 +450,7 @@ class LazyLeases:
                     judged = b
                     passed = True
                     heapq.heappop(heap)
-                    band = _band(top_bound)
-                    group = self._dparked.get((cap, band))
-                    if group is None:
-                        group = self._new_group(cap, band)
-                    insort(group.entries, (self._phase_of[j], seq, j, token))
-                    self._dparked_of[j] = token
-                    self._dparked_group[j] = group
-                    if top_bound > group.top:
-                        group.top = top_bound
-                    # searched in this call: its next boundary after this one
-                    group.cand = None
-                    if any(g is group for g in active):
-                        self._group_next(group, b)
-                    if len(group.entries) > 2 * len(self._dparked_of) + self.stale_slack:
-                        self._drop_stale_parked()
+                    self._park_by_demand(j, seq, token, cap, top_bound, b, active)
                     continue
                 if b != judged:
                     judged = b
@@ -512,6 +460,117 @@ class LazyLeases:
                 true = _step(b, L)  # this boundary makes no instant
                 self.at[j] = true
             heapq.heapreplace(heap, (true, seq, j, token))
+
+    def _groups_to_search(
+        self, now: float, before: float, free: int, demand: bool, use_caps: bool
+    ) -> tuple[list[_PhaseGroup], list[tuple[int, _PhaseGroup]]]:
+        """The demand groups ``next_after`` searches with the main heap
+        (``active``, each with its ``cand`` after ``now``), and those asleep
+        until the level test runs out (``dormant``, with their GPU sums).
+
+        Every boundary judged (before ``before``) meets the level test while
+        it holds (before ``levels_until``): a group whose GPU sum cannot pass
+        it even at the best server and rack holds none that is not passed
+        over until then. A group whose ``cand`` (its earliest boundary after
+        some time no later than now) lies at or past ``before`` holds no
+        boundary the search gets to, even if that job has left since."""
+        active: list[_PhaseGroup] = []
+        dormant: list[tuple[int, _PhaseGroup]] = []
+        token_of = self._token
+        caps_fit = None  # built when first needed
+        empty = False
+        need_thr = self._need_thr
+        need_gpus = self._need_gpus
+        horizon = before if now < before else math.inf
+        for cap, bands in self._dbands.items():
+            pool = cap + free
+            for _, g in bands:
+                c = g.cand
+                if c is not None and c[0] >= horizon:
+                    continue
+                if not g.entries:
+                    empty = True  # no live member: dropped below
+                    continue
+                if demand:
+                    # the demand named for the largest bound near its members
+                    # (``_need`` inlined); the band's top edge bounds it: if
+                    # even that names more GPUs than the group holds, so do
+                    # the lower bands
+                    i = bisect_left(need_thr, g.ceiling)
+                    if not i or need_gpus[i - 1] > pool:
+                        break
+                    i = bisect_left(need_thr, g.top)
+                    if not i or need_gpus[i - 1] > pool:
+                        continue
+                if use_caps and caps_fit is None:
+                    caps_fit = self._caps_fit()
+                if caps_fit is None or caps_fit(cap, g.top):
+                    if c is None or c[0] <= now or token_of.get(c[2]) != c[3]:
+                        self._group_next(g, now)
+                    active.append(g)
+                else:
+                    dormant.append((cap, g))
+        if empty:
+            self._drop_empty_groups()
+        return active, dormant
+
+    def _wake_dormant(
+        self,
+        active: list[_PhaseGroup],
+        dormant: list[tuple[int, _PhaseGroup]],
+        caps_until: float,
+    ) -> tuple[list[tuple[int, _PhaseGroup]], float]:
+        """The search reached ``caps_until``, the end of the level test: the
+        sleeping groups' boundaries before it are all passed over. The test
+        is brought up to that time; the groups that may pass it now join
+        ``active`` (their ``cand`` after it). Returns the groups still asleep
+        and until when the test now holds."""
+        ref = math.nextafter(caps_until, -math.inf)
+        if self._relevel is not None:
+            self.levels_until = self._relevel(caps_until)
+        caps_fit = None
+        # (a test that holds for less than a millisecond, e.g. a timer
+        # firing within its rounding slack, is not worth another round)
+        if caps_until + 1e-3 < self.levels_until:
+            caps_fit = self._caps_fit()
+            caps_until = self.levels_until
+        asleep: list[tuple[int, _PhaseGroup]] = []
+        for cap, g in dormant:
+            if caps_fit is None or caps_fit(cap, g.top):
+                self._wake_group(g, ref)
+                active.append(g)
+            else:
+                asleep.append((cap, g))
+        return asleep, caps_until
+
+    def _park_by_demand(
+        self,
+        j: int,
+        seq: int,
+        token: int,
+        cap: int,
+        top_bound: float,
+        b: float,
+        active: list[_PhaseGroup],
+    ) -> None:
+        """Job ``j``'s entry (taken off the main heap at its boundary ``b``)
+        joins the demand group of its neighbourhood's GPU sum ``cap`` and of
+        the band of its largest bound ``top_bound``; if that group is being
+        searched (``active``), its next boundary after ``b`` is found."""
+        band = _band(top_bound)
+        group = self._dparked.get((cap, band))
+        if group is None:
+            group = self._new_group(cap, band)
+        insort(group.entries, (self._phase_of[j], seq, j, token))
+        self._dparked_of[j] = token
+        self._dparked_group[j] = group
+        if top_bound > group.top:
+            group.top = top_bound
+        group.cand = None
+        if any(g is group for g in active):
+            self._group_next(group, b)
+        if len(group.entries) > 2 * len(self._dparked_of) + self.stale_slack:
+            self._drop_stale_parked()
 
     def _new_group(self, cap: int, band: int) -> _PhaseGroup:
         group = self._dparked[(cap, band)] = _PhaseGroup(ceiling=_band_ceiling(band))
@@ -741,3 +800,169 @@ class LazyLeases:
                 at[j] = b
         hits.sort(key=_START_ORDER)
         return hits
+
+
+class LeaseState(Protocol):
+    """What ``LeaseSkipper`` reads of the engine (its only write: the clock,
+    moved to a boundary while a hint is asked there, then moved back)."""
+
+    now: float
+    jobs: list[Job]
+    free: list[int]
+    rack_free: list[int]
+    total_free: int
+    free_index: FreeIndex
+    cluster: Cluster
+
+
+def efficiency_bound(job: Job) -> float:
+    """A bound on a running job's efficiency until its next re-rate (its
+    accounting settled to now): from here compute and exposed communication
+    grow in the fixed ratio ``t_compute : exposed``, so the time-average
+    moves monotonically from its value now towards ``t_compute / (t_compute
+    + exposed)`` and never passes the larger of the two (plus 1e-9 for
+    rounding)."""
+    busy = job.compute_time + job.comm_time
+    now = job.compute_time / busy if busy > 0 else 0.0
+    per_iter = job.t_compute + job.exposed
+    limit = job.t_compute / per_iter if per_iter > 0 else 0.0
+    return max(now, limit) + 1e-9
+
+
+class LeaseSkipper:
+    """The engine's lazy leases: ``LazyLeases`` judged by the policy's latest
+    ``LeaseHints`` (``hint``) over the engine's state, given once.
+
+    The engine's loop calls ``start``, ``stop`` and ``rated`` as jobs start,
+    stop and are re-rated, ``next_after`` for the next boundary that can
+    matter while a job waits, ``expire_at`` at an instant and ``passes_over``
+    before it skips wake-ups. Calls run one way: engine -> skipper ->
+    ``LazyLeases`` -> skipper's judge methods -> the hints' functions; none
+    comes back into the engine, which knows nothing of the policy.
+    """
+
+    def __init__(self, lease_s: float, state: LeaseState) -> None:
+        self.state = state
+        self.hints = NO_HINTS
+        self._levels = (math.inf, math.inf, math.inf)  # the level test's minima now
+        self._levels_for: Callable[[float], tuple[float, float, float]] | None = None
+        self._levels_at: Callable[[], tuple[float, float, float, float]] | None = None
+        self._lease_matters: Callable[[list[Job]], bool] | None = None
+        self.leases = LazyLeases(lease_s, self)
+        # (bound once: the engine calls these at every start and stop)
+        self.start = self.leases.start
+        self.stop = self.leases.stop
+
+    # -- the engine's calls ---------------------------------------------------
+    def hint(self, hints: LeaseHints) -> None:
+        """The policy's hints, until the next ones (see ``LeaseHints``)."""
+        self.hints = hints
+        self._lease_matters = hints.lease_matters
+        levels = hints.levels
+        if levels is None:
+            self._levels_for = self._levels_at = None
+            self.leases.set_floor(hints.floor, hints.needs)
+        else:
+            self._levels = levels[:3]
+            self._levels_for = hints.levels_for
+            self._levels_at = hints.levels_at
+            self.leases.set_floor(hints.floor, hints.needs, levels[3])
+
+    def rated(self, job: Job) -> None:
+        """The running job was (re-)rated: its efficiency bound anew."""
+        self.leases.set_bound(job.index, efficiency_bound(job))
+
+    def next_after(self, now: float, before: float = -math.inf) -> float | None:
+        """The next boundary after ``now`` that can matter (``LazyLeases.next_after``
+        with the engine's jobs and free count; ``before``: the next other event,
+        given once the decision point is over)."""
+        state = self.state
+        return self.leases.next_after(now, state.jobs, before, state.total_free)
+
+    def expire_at(self, t: float) -> list[Job]:
+        """The running jobs whose lease ends at ``t``, in start order."""
+        return self.leases.expire_at(t, self.state.jobs)
+
+    def passes_over(self, t: float) -> bool:
+        """Whether every boundary at ``t`` (no other event before it) would be
+        passed over by the hints' tests (True if there is none)."""
+        return self.leases.passes_over(t, self.state.jobs, self.state.total_free)
+
+    # -- LeaseJudge: the hints over the engine's state -------------------------
+    def fits(self, jobs: list[Job], top: float, pool: int) -> bool:
+        """Whether a waiting demand of the hints' ``levels`` fits the free
+        GPUs plus those of ``jobs`` (running; ``pool`` in all), by the
+        packer's own tests: a server (machine level), a rack (rack level; it
+        also holds every one-server placement) or the cluster (network
+        level). With ``levels_for``, only the demands that could challenge
+        jobs of largest efficiency bound ``top`` count."""
+        levels_for = self._levels_for
+        if levels_for is not None:
+            machine, rack, network = levels_for(top)
+        else:
+            machine, rack, network = self._levels
+        if network <= pool:
+            return True
+        state = self.state
+        free = state.free
+        rack_free = state.rack_free
+        add_server, add_rack = gpus_held(
+            (job.placement for job in jobs), state.cluster.servers_per_rack
+        )
+        if rack <= pool:
+            best = max(rack_free)
+            for r, g in add_rack.items():
+                if rack_free[r] + g > best:
+                    best = rack_free[r] + g
+            if rack <= best:
+                return True
+        if machine <= pool:
+            best = state.free_index.largest()
+            for server, g in add_server.items():
+                if free[server] + g > best:
+                    best = free[server] + g
+            if machine <= best:
+                return True
+        return False
+
+    def caps_fit(self) -> Callable[[int, float], bool]:
+        """A relaxation of ``fits`` for jobs of ``cap`` GPUs in all and
+        largest bound ``top``, wherever they are: at most ``cap`` GPUs join
+        the largest free rack, and at most ``min(cap, GPUs per server)`` the
+        largest free server."""
+        state = self.state
+        total = state.total_free
+        top_rack = max(state.rack_free)
+        top_server = state.free_index.largest()
+        G = state.cluster.gpus_per_server
+        levels_for = self._levels_for
+        static = self._levels
+
+        def fits(cap: int, top: float) -> bool:
+            machine, rack, network = static if levels_for is None else levels_for(top)
+            pool = total + cap
+            return (
+                network <= pool
+                or (rack <= pool and rack <= top_rack + cap)
+                or (machine <= pool and machine <= top_server + min(cap, G))
+            )
+
+        return fits
+
+    def matters(self, b: float, jobs: list[Job]) -> bool:
+        """The hints' ``lease_matters`` for the jobs expiring at ``b`` (True
+        without one), asked with the clock at ``b``."""
+        test = self._lease_matters
+        if test is None:
+            return True
+        return asked_at(self.state, b, test, sorted(jobs, key=_START_ORDER))
+
+    def relevel(self, t: float) -> float:
+        """The level test brought up to ``t`` (``levels_at``, asked with the
+        clock at ``t``); returns until when it holds (-inf: no way to)."""
+        levels_at = self._levels_at
+        if levels_at is None:
+            return -math.inf
+        levels = asked_at(self.state, t, levels_at)
+        self._levels = levels[:3]
+        return levels[3]

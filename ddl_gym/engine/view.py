@@ -3,13 +3,16 @@
 Heuristics and learned agents see the cluster through this view and act
 through the engine's actions, in ``simulate()`` and in the env alike. The job
 objects it hands out are the engine's own: read them, never write them.
+Besides reads it has two calls: ``wake_at`` (a timer) and ``hint`` (which
+instants can matter to the policy, ``LeaseHints``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from ddl_gym.engine.engine import Engine
+from ddl_gym.engine.hints import LeaseHints
 from ddl_gym.engine.job import Job, Status
 from ddl_gym.engine.packer import FreeIndex
 from ddl_gym.perf import Level, PerfModel
@@ -146,19 +149,19 @@ class EngineView:
 
     def largest_server_free(self) -> int:
         """The most free GPUs on any one server."""
-        return self._engine._free_index.largest()
+        return self._engine.free_index.largest()
 
     def best_fit_server(self, gpus: int, changed: dict[int, int]) -> int | None:
         """The packer's one-server choice for ``gpus`` GPUs (at most a
         server's) if the servers of ``changed`` had its free counts instead
         (``FreeIndex.best_fit``); None: no server holds them."""
-        return self._engine._free_index.best_fit(gpus, changed)
+        return self._engine.free_index.best_fit(gpus, changed)
 
     def free_index(self) -> FreeIndex:
         """A copy of the engine's packer index (its own copies of the free
         GPUs per server and rack) for dry-run placements: ``move`` servers'
         counts on it and ``find`` answers as the engine's packer would."""
-        return self._engine._free_index.copy()
+        return self._engine.free_index.copy()
 
     def can_place(self, job: Job, level: Level) -> bool:
         return job.status == Status.PENDING and self._engine.placement_for(job, level) is not None
@@ -174,27 +177,14 @@ class EngineView:
             job.model, job.gpus, level, self._engine.background, job.t_compute
         )
 
-    def set_lease_floor(
-        self,
-        floor: float | None,
-        needs: Sequence[tuple[float, int]] = (),
-        levels: tuple[float, float, float, float] | None = None,
-        levels_for: Callable[[float], tuple[float, float, float]] | None = None,
-        matters: Callable[[list[Job]], bool] | None = None,
-        levels_at: Callable[[], tuple[float, float, float, float]] | None = None,
-    ) -> None:
-        """Lazy leases: skip instants where only leases of jobs whose
-        efficiency cannot exceed ``floor`` expire, or (``needs``) whose GPUs
-        plus the free ones hold no waiting demand they could lose to, or
-        (``levels``) where no waiting demand fits them at its level, or
-        (``levels_for``) no waiting demand that could challenge them, or
-        where ``matters(expiring)``, asked at that time, says the policy would
-        only wait; ``levels_at`` gives ``levels`` again at a later time,
-        once they run out (see ``Engine.set_lease_floor``)."""
-        self._engine.set_lease_floor(floor, needs, levels, levels_for, matters, levels_at)
+    def hint(self, hints: LeaseHints) -> None:
+        """Tell the engine which instants can matter to this policy, until the
+        next hint (``LeaseHints``: lease boundaries it may pass over with lazy
+        leases, and the test of its wake-ups). The only call that is not a
+        read: it changes no state but which instants are skipped."""
+        self._engine.hint(hints)
 
-    def wake_at(self, t: float, matters: Callable[[], bool] | None = None) -> None:
-        """Ask for a decision point at ``t`` (e.g. when a delay timer fires);
-        ``matters``: skip it when that test, called at ``t`` with nothing else
-        happening, says it changes nothing (``Engine.wake_at``)."""
-        self._engine.wake_at(t, matters)
+    def wake_at(self, t: float) -> None:
+        """Ask for a decision point at ``t`` (e.g. when a delay timer fires;
+        the hints' ``wake_matters`` may drop it)."""
+        self._engine.wake_at(t)
