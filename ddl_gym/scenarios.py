@@ -23,7 +23,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ddl_gym import ENV_VARIANTS
 from ddl_gym.topology import (
@@ -44,6 +44,11 @@ from ddl_gym.traces import (
     synthetic_trace,
 )
 
+if TYPE_CHECKING:
+    from ddl_gym.engine.perf_source import SlowdownSource
+    from ddl_gym.seed import SeedSwitches
+    from ddl_gym.simulators import Simulator
+
 # Workloads known by name (relative to the data dir); "default" and
 # "synthetic" need no data.
 DATA_TRACES: dict[str, str] = {
@@ -55,6 +60,20 @@ BUILTIN_TRACES = ("default", "synthetic", *DATA_TRACES)
 
 class ScenarioError(ValueError):
     """A scenario name, file or value is wrong; the message says which."""
+
+
+PERF_SOURCES = ("closed_form", "seed_astra")
+
+
+def engine_perf_source(name: str) -> str | SlowdownSource:
+    """What the engine takes for a scenario's ``perf_source``: the name of
+    its closed form, or the seed authors' table loaded (the engine does not
+    import the seed wing)."""
+    if name == "seed_astra":
+        from ddl_gym.seed import SlowdownTable
+
+        return SlowdownTable.load()
+    return name
 
 
 @dataclass(frozen=True)
@@ -79,11 +98,12 @@ class Scenario:
         congestions: congestion levels ``compare`` sweeps (empty: ``congestion``).
         seeds: seeds ``compare`` runs (workload and policy seeds).
         mode: ``default`` (our engine) or ``seed`` (the seed-faithful
-            simulator, ``ddl_gym.seed_sim``: the authors' batches, leases,
+            simulator, ``ddl_gym.seed``: the authors' batches, leases,
             offers, placement and policies; policies ``dally``,
-            ``dally-1-2``, ``tiresias``).
+            ``dally-1-2``, ``tiresias``). ``simulator`` is what runs it.
         perf_source: ``closed_form`` or ``seed_astra`` (the authors' slowdown
-            table); None: ``seed_astra`` in seed mode, ``closed_form`` else.
+            table, ``ddl_gym.seed.SlowdownTable``, handed to the engine
+            loaded); None: ``seed_astra`` in seed mode, ``closed_form`` else.
         stragglers: per-GPU speed spread, a table ``{sigma, seed}`` for
             :class:`ddl_gym.topology.Stragglers` (``sigma`` a number >= 0 or
             ``"alibaba_pai"``, Alibaba PAI's measured 0.087; ``seed``
@@ -160,12 +180,12 @@ class Scenario:
                 out[key] = value
         out["congestion"] = self.congestion
         if self.perf_source is not None:
-            out["perf_source"] = self.perf_source
+            out["perf_source"] = engine_perf_source(self.perf_source)
         return out
 
-    def seed_switches(self):
+    def seed_switches(self) -> SeedSwitches:
         """The seed-faithful simulator's switches for this scenario (seed mode)."""
-        from ddl_gym.seed_sim import SeedSwitches
+        from ddl_gym.seed import SeedSwitches
 
         changes: dict[str, Any] = {"congestion": self.congestion}
         if self.perf_source is not None:
@@ -176,6 +196,23 @@ class Scenario:
         if self.restore_s_per_gpu is not None:
             changes["checkpoint_s_per_gpu"] = self.restore_s_per_gpu
         return SeedSwitches(**changes)
+
+    # -- what runs it -----------------------------------------------------------
+    @property
+    def simulator(self) -> Simulator:
+        """The simulator that runs this scenario: our engine with
+        ``engine_kwargs()``, or in seed mode the seed wing with
+        ``seed_switches()``."""
+        from ddl_gym.simulators import EngineSimulator, SeedSimulator
+
+        if self.mode == "seed":
+            return SeedSimulator(self.seed_switches())
+        return EngineSimulator(self.engine_kwargs())
+
+    def make_policy(self, name: str) -> Any:
+        """The policy ``name`` stands for in this scenario's simulator (the
+        seed's own Dally and Tiresias in seed mode)."""
+        return self.simulator.make_policy(name)
 
     @property
     def grid_congestions(self) -> tuple[str | float, ...]:
@@ -465,7 +502,7 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scena
         _stragglers_ok(d["stragglers"], source, d.get("mode", "default"))
     if "perf_source" in d:
         _check(
-            d["perf_source"] in ("closed_form", "seed_astra"),
+            d["perf_source"] in PERF_SOURCES,
             source,
             "perf_source",
             "'closed_form' or 'seed_astra'",

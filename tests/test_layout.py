@@ -151,3 +151,32 @@ def test_engine_imports_nothing_from_baselines():
         bad = {n for n in _imports(path) if n.split(".")[:2] == ["ddl_gym", "baselines"]}
         bad |= {n for n in _imports(path) if n.split(".")[0] == "baselines"}
         assert not bad, f"{path.name} imports {bad}"
+
+
+def _absolute_imports(path: Path, package: str) -> set[str]:
+    """Every module ``path`` imports, relative ones made absolute (``package``
+    is the file's), and ``from a import b`` counted as ``a.b`` too."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            module = node.module or ""
+            if node.level:
+                module = ".".join([*base, module] if module else base)
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_engine_imports_nothing_from_the_seed_wing():
+    """The seed wing (``ddl_gym.seed``) is reached through a scenario or
+    handed in as a performance source (``perf_source``); no engine module
+    imports it."""
+    modules = sorted((REPO / "ddl_gym/engine").glob("*.py"))
+    assert modules
+    for path in modules:
+        names = _absolute_imports(path, "ddl_gym.engine")
+        bad = {n for n in names if n == "ddl_gym.seed" or n.startswith("ddl_gym.seed.")}
+        assert not bad, f"{path.name} imports {bad}"

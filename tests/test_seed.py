@@ -9,22 +9,17 @@ import pandas as pd
 import pytest
 
 from ddl_gym.perf import Level
-from ddl_gym.seed_astra import (
+from ddl_gym.seed import SeedSim, SeedSwitches, make_seed_policy
+from ddl_gym.seed import run as run_seed
+from ddl_gym.seed.astra import (
     TABLE_MODELS,
     SlowdownTable,
     compact_counts,
     counts,
     dim_vector,
 )
-from ddl_gym.seed_sim import (
-    SeedSim,
-    SeedSwitches,
-    _History,
-    _multikey_hash,
-    java_multikey_order,
-    make_seed_policy,
-    run_seed,
-)
+from ddl_gym.seed.java_order import _multikey_hash, java_multikey_order
+from ddl_gym.seed.policies import _History
 from ddl_gym.traces import find_data_dir
 from ddl_gym.traces.schema import make_trace
 
@@ -296,7 +291,12 @@ def test_seed_artist_scenario_runs_through_compare_cells(shape):
 def test_seed_mode_reproduces_the_authors_figures(policy):
     """The full seed week (about 20-25 s of CPU each): makespan, mean JCT and
     total communication time within 10% of the authors' simulator."""
-    from ddl_gym.seed_repro import REFERENCE_POLICIES, load_reference, run_seed_policy, seed_week
+    from ddl_gym.seed.reproduction import (
+        REFERENCE_POLICIES,
+        load_reference,
+        run_seed_policy,
+        seed_week,
+    )
 
     name = {v: k for k, v in REFERENCE_POLICIES.items()}[policy]
     ref = load_reference()[name]
@@ -313,16 +313,20 @@ def test_engine_perf_source_seed_astra_runs_at_the_table_slowdown():
     from ddl_gym.engine import simulate
 
     tr = _trace([("a", 0.0, 8, "mobilenet_v3", 80_000, 0.001)])
-    res = simulate(tr, "seed64", make_policy("fifo"), perf_source="seed_astra")
-    d = SlowdownTable.load().slowdown("mobilenet_v3", 8, 1, 1, 2)
+    table = SlowdownTable.load()
+    res = simulate(tr, "seed64", make_policy("fifo"), perf_source=table)
+    d = table.slowdown("mobilenet_v3", 8, 1, 1, 2)
     assert res.jobs["end_s"].iloc[0] == pytest.approx(80_000 * 0.001 * d / 8)
     assert res.jobs["comm_s"].iloc[0] == pytest.approx(80_000 * 0.001 * (d - 1) / 8)
     with pytest.raises(ValueError, match="perf_source"):
         simulate(tr, "seed64", make_policy("fifo"), perf_source="astra")
+    # the engine does not load the seed's table by name: the error says what to pass
+    with pytest.raises(ValueError, match=r"SlowdownTable\.load\(\)"):
+        simulate(tr, "seed64", make_policy("fifo"), perf_source="seed_astra")
 
 
 def test_validation_table_marks_differences_beyond_ten_percent():
-    from ddl_gym.seed_repro import Figures, validation_table
+    from ddl_gym.seed.reproduction import Figures, validation_table
 
     ref = {n: Figures(100.0, 10.0, 50.0) for n in ("Dally auto-tuned", "Dally fixed timers")}
     ref["Tiresias"] = Figures(100.0, 10.0, 50.0)
@@ -331,3 +335,70 @@ def test_validation_table_marks_differences_beyond_ten_percent():
     rows = [line for line in text.splitlines() if line.startswith("| Tiresias")]
     assert [r.rsplit("|", 2)[-2].strip() for r in rows] == ["yes", "**no**", "yes"]
     assert "+9.0%" in rows[0] and "+15.0%" in rows[1] and "-10.0%" in rows[2]
+
+
+# -- the wing's one door, and the scenario that knows its simulator ------------------
+def test_seed_policies_answer_the_seed_simulators_protocol():
+    """Both policies answer every question the loop asks (no isinstance on a
+    policy class inside the loop)."""
+    from ddl_gym.seed import SEED_POLICIES, SeedPolicy
+
+    for name in SEED_POLICIES:
+        policy = make_seed_policy(name)
+        for attr in SeedPolicy.__annotations__:
+            assert hasattr(policy, attr), (name, attr)
+        for method in ("reset", "key", "widest", "anywhere", "placed"):
+            assert callable(getattr(policy, method)), (name, method)
+    assert make_seed_policy("tiresias").domain_order == "cluster"
+    assert make_seed_policy("dally").domain_order == "java_hash"
+
+
+@needs_table
+def test_run_reports_every_finished_job_to_progress():
+    tr = _trace([(f"j{i}", float(i), 2 + 2 * (i % 3), "resnet18", 20_000, 0.01) for i in range(9)])
+    done: list[int] = []
+    res = run_seed(tr, "2x2x8", "dally", SeedSwitches(), progress=done.append)
+    assert done == [1] * 9
+    quiet = run_seed(tr, "2x2x8", "dally", SeedSwitches())
+    pd.testing.assert_frame_equal(res.jobs, quiet.jobs)
+
+
+@needs_table
+def test_scenario_picks_its_simulator_and_policies():
+    from ddl_gym.scenarios import SCENARIOS
+    from ddl_gym.seed import SeedDally
+    from ddl_gym.simulators import EngineSimulator, SeedSimulator
+
+    seed = SCENARIOS["seed-artist"]
+    assert isinstance(seed.simulator, SeedSimulator)
+    assert isinstance(seed.make_policy("dally"), SeedDally)
+    assert not seed.simulator.clairvoyant(seed.make_policy("tiresias"))
+    with pytest.raises(ValueError, match="no seed-mode policy 'fifo'"):
+        seed.make_policy("fifo")
+    default = SCENARIOS["small"]
+    assert isinstance(default.simulator, EngineSimulator)
+    assert type(default.make_policy("dally")).__module__ == "ddl_gym.baselines.dally"
+
+
+@needs_table
+def test_scenario_hands_the_engine_the_loaded_table():
+    """``perf_source = "seed_astra"`` in default mode: the scenario loads the
+    table and the engine runs at it, as with the table passed by hand."""
+    from ddl_gym.baselines import make_policy
+
+    from ddl_gym.engine import simulate
+    from ddl_gym.experiments.cells import run_simulation
+    from ddl_gym.scenarios import SCENARIOS
+
+    scenario = SCENARIOS["small"].replace(perf_source="seed_astra", congestion="none")
+    kwargs = scenario.engine_kwargs()
+    assert isinstance(kwargs["perf_source"], SlowdownTable)
+    sim = run_simulation(scenario, scenario.make_policy("fifo"), record_placements=False)
+    by_hand = simulate(
+        scenario.build_trace(),
+        scenario.build_cluster(),
+        make_policy("fifo"),
+        congestion="none",
+        perf_source=SlowdownTable.load(),
+    )
+    pd.testing.assert_frame_equal(sim.result.jobs, by_hand.jobs)

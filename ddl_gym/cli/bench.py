@@ -73,11 +73,11 @@ def run(args: argparse.Namespace) -> int:
     with progress(args.repeat + 1, "bench", args.no_progress, unit="run") as bar:
         for _ in range(args.repeat):
             start = time.process_time()  # CPU time: wall time is noisy on shared machines
-            sim = run_simulation(scenario, make_policy(args.policy), args.seed, False)
+            sim = run_simulation(scenario, make_policy(args.policy, scenario), args.seed, False)
             best = min(best, time.process_time() - start)
             bar.update()
         tracemalloc.start()
-        run_simulation(scenario, make_policy(args.policy), args.seed, False)
+        run_simulation(scenario, make_policy(args.policy, scenario), args.seed, False)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         bar.update()

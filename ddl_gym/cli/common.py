@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -132,7 +132,14 @@ def policy_names() -> list[str]:
     return list(POLICY_NAMES)
 
 
-def make_policy(name: str) -> Any:
+def make_policy(name: str, scenario: Scenario | None = None) -> Any:
+    """A policy by name; with ``scenario``, the one its simulator runs (the
+    seed's own in seed mode)."""
+    if scenario is not None:
+        try:
+            return scenario.make_policy(name)
+        except (KeyError, ValueError) as err:
+            raise CliError(err.args[0] if err.args else str(err)) from None
     try:
         from ddl_gym.baselines import make_policy as registry
     except ImportError:
@@ -216,29 +223,6 @@ def progress(total: int | None, desc: str, disable: bool, unit: str = "it") -> I
         yield bar
     finally:
         bar.close()
-
-
-class ProgressPolicy:
-    """Wraps a policy and moves a progress bar to the count of finished jobs."""
-
-    def __init__(self, policy: Any, update: Callable[[int], None]) -> None:
-        self.policy = policy
-        self._update = update
-        self._done = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.policy, name)
-
-    def reset(self, view, seed: int | None = None) -> None:
-        self._done = 0
-        self.policy.reset(view, seed=seed)
-
-    def act(self, view):
-        done = view.n_done
-        if done != self._done:
-            self._update(done - self._done)
-            self._done = done
-        return self.policy.act(view)
 
 
 def epilog(*examples: str) -> str:

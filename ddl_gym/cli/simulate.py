@@ -7,7 +7,6 @@ import argparse
 import pandas as pd
 
 from ddl_gym.cli.common import (
-    ProgressPolicy,
     add_output_args,
     add_scenario_args,
     epilog,
@@ -56,14 +55,15 @@ def run(args: argparse.Namespace) -> int:
     scenario = chosen.scenario
     policy_name = pick(args.policy, chosen.run, "policy", "fifo")
     seed = run_seed(args.seed, chosen)
-    policy = make_policy(policy_name)
+    policy = make_policy(policy_name, scenario)
     n_jobs = len(scenario.build_trace(seed)) if not args.no_progress else None
     with progress(n_jobs, f"simulate {policy_name}", args.no_progress, unit="job") as bar:
         sim = run_simulation(
             scenario,
-            ProgressPolicy(policy, bar.update),
+            policy,
             seed=seed,
             record_placements=not args.no_placements,
+            progress=bar.update,
         )
     keys = {
         "policy": policy_name,

@@ -40,6 +40,7 @@ from ddl_gym.engine.job import Job, Status
 from ddl_gym.engine.leases import LeaseSkipper
 from ddl_gym.engine.metrics import Result, build_result
 from ddl_gym.engine.packer import FreeIndex
+from ddl_gym.engine.perf_source import SlowdownSource, check_perf_source
 from ddl_gym.perf import Level, PerfModel, Shape, shape_of
 from ddl_gym.profiles import get_profile
 from ddl_gym.topology import Cluster, Congestion, get_cluster, get_congestion
@@ -112,9 +113,11 @@ class Engine:
             ``LeaseSkipper`` passes over the rest). Off by default: a policy
             may act on any expiry.
         perf_source: ``closed_form`` (our ``PerfModel``, with contention and
-            congestion) or ``seed_astra`` (the seed authors' per-placement
-            slowdown table, ``ddl_gym.seed_astra``; no contention, and slots
-            filled whole since the engine tracks GPU counts, not GPUs).
+            congestion) or a per-placement slowdown table
+            (:class:`~ddl_gym.engine.perf_source.SlowdownSource`, e.g. the
+            seed authors' ``ddl_gym.seed.SlowdownTable.load()``; no
+            contention, and slots filled whole since the engine tracks GPU
+            counts, not GPUs).
         contention: cross-rack jobs share rack uplinks (False: each job
             sees a whole uplink, as in the seed's model).
     """
@@ -130,7 +133,7 @@ class Engine:
         restore_s_per_gpu: float = 1.0,
         clairvoyant: bool = False,
         record_series: bool = True,
-        perf_source: str = "closed_form",
+        perf_source: str | SlowdownSource = "closed_form",
         contention: bool = True,
         record_placements: bool = True,
         lazy_leases: bool = False,
@@ -151,15 +154,7 @@ class Engine:
         self.lazy_leases = lazy_leases
         self.perf = PerfModel(self.cluster)
         self.contention = contention
-        self.seed_table = None
-        if perf_source == "seed_astra":
-            from ddl_gym.seed_astra import SlowdownTable
-
-            self.seed_table = SlowdownTable.load()
-        elif perf_source != "closed_form":
-            raise ValueError(
-                f"perf_source must be 'closed_form' or 'seed_astra', got {perf_source!r}"
-            )
+        self.slowdown_source = check_perf_source(perf_source)
         self.trace = as_trace(trace)
         check_fits(self.trace, self.cluster.num_gpus)
         jobs = self.trace.jobs
@@ -482,15 +477,15 @@ class Engine:
     def _rate(self, job: Job) -> None:
         """Recompute a running job's iteration time and its completion event."""
         shape = job.shape
-        if self.seed_table is not None:
+        if self.slowdown_source is not None:
             ar = 0.0  # unused: the table gives the slowdown directly
         elif shape.r > 1:
             job.uplink = bw, alpha = self._uplink(job)
             ar = self.perf.allreduce_time(job.model, shape, bw, alpha)
         else:
             ar = self.perf.allreduce_time(job.model, shape)
-        if self.seed_table is not None:
-            exposed = job.t_compute * (self._seed_slowdown(job) - 1.0)
+        if self.slowdown_source is not None:
+            exposed = job.t_compute * (self._table_slowdown(job) - 1.0)
         else:
             exposed = self.perf.exposed_comm(job.model, job.t_compute, ar)
         job.exposed = exposed
@@ -547,11 +542,9 @@ class Engine:
         else:
             self._finishing[t] = n - 1
 
-    def _seed_slowdown(self, job: Job) -> float:
-        from ddl_gym.seed_astra import SEED_GPUS_PER_SLOT, compact_counts
-
-        counts = compact_counts(job.placement, self.cluster.servers_per_rack, SEED_GPUS_PER_SLOT)
-        return self.seed_table.slowdown(job.model, *counts)
+    def _table_slowdown(self, job: Job) -> float:
+        source = self.slowdown_source
+        return source.placement_slowdown(job.model, job.placement, self.cluster.servers_per_rack)
 
     def _rerate_uplinks(self, racks: Sequence[int], skip: int = -1) -> None:
         """Re-rate the cross-rack jobs on ``racks``' uplinks (one started or
@@ -569,7 +562,7 @@ class Engine:
         if not affected:
             return
         jobs = self.jobs
-        table = self.seed_table is not None
+        table = self.slowdown_source is not None
         contention = self.contention
         share = self.perf.uplink_share
         background = self.background

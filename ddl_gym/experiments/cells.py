@@ -1,5 +1,6 @@
 """Run one policy on one scenario, with where each job ran and when (the
-engine's placement history, ``Result.placements``)."""
+engine's placement history, ``Result.placements``). The scenario's simulator
+(``Scenario.simulator``: our engine, or the seed wing in seed mode) runs it."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Any
 
 import pandas as pd
 
-from ddl_gym.engine import Result, simulate
+from ddl_gym.engine import Result
 from ddl_gym.scenarios import Scenario
+from ddl_gym.simulators import Progress
 from ddl_gym.topology import Cluster
 
 SEGMENT_COLUMNS = (
@@ -45,24 +47,26 @@ class SimRun:
     cluster: Cluster
     trace_name: str
     jobs_in_trace: int
+    clairvoyant: bool = False  # whether the policy read true job sizes
 
 
 def run_simulation(
-    scenario: Scenario, policy: Any, seed: int = 0, record_placements: bool = True
+    scenario: Scenario,
+    policy: Any,
+    seed: int = 0,
+    record_placements: bool = True,
+    progress: Progress | None = None,
 ) -> SimRun:
-    """Simulate ``policy`` on ``scenario`` (workload drawn with ``seed``)."""
+    """Simulate ``policy`` (made by ``scenario.make_policy``) on ``scenario``
+    (workload drawn with ``seed``); ``progress`` hears of every finished job."""
+    simulator = scenario.simulator
     cluster = scenario.build_cluster()
     trace = scenario.build_trace(seed)
-    if scenario.mode == "seed":
-        from ddl_gym.seed_sim import run_seed
-
-        result = run_seed(trace, cluster, policy, scenario.seed_switches())
-        return SimRun(result, None, cluster, trace.name, len(trace))
-    # simulate() adds the policy's own engine_kwargs(); the scenario's fixed
-    # settings override them (with a PolicyEngineWarning where they differ)
-    result = simulate(trace, cluster, policy, seed=seed, **scenario.engine_kwargs())
-    placements = placement_segments(result) if record_placements else None
-    return SimRun(result, placements, cluster, trace.name, len(trace))
+    result = simulator.run(trace, cluster, policy, seed=seed, progress=progress)
+    keep = record_placements and simulator.records_placements
+    placements = placement_segments(result) if keep else None
+    clairvoyant = simulator.clairvoyant(policy)
+    return SimRun(result, placements, cluster, trace.name, len(trace), clairvoyant)
 
 
 def _cell_scenario(scenario: dict[str, Any], congestion: str | float) -> Scenario:
@@ -71,36 +75,15 @@ def _cell_scenario(scenario: dict[str, Any], congestion: str | float) -> Scenari
     return scenario_from_dict({**scenario, "congestion": congestion}, source="cell")
 
 
-def _cell_policy(scenario: Scenario, name: str) -> Any:
-    """A policy by name: the seed-faithful simulator's own in seed mode."""
-    if scenario.mode == "seed":
-        from ddl_gym.seed_sim import make_seed_policy
-
-        return make_seed_policy(name)
-    from ddl_gym.experiments.grid import policy_from_name
-
-    return policy_from_name(name)
-
-
-def _clairvoyant(scenario: Scenario, policy: Any) -> bool:
-    """Whether the cell's engine let the policy read true job sizes."""
-    if scenario.mode == "seed":
-        return False  # the seed-faithful simulator has no clairvoyant mode
-    from ddl_gym.experiments.grid import is_clairvoyant
-
-    return is_clairvoyant(policy, scenario.engine_kwargs())
-
-
 def simulate_cell(
     scenario: dict[str, Any], policy: str, congestion: str | float, seed: int = 0
 ) -> dict[str, Any]:
     """One grid cell as a pure function of plain data (picklable for Ray):
     the cell's keys and its summary metrics."""
     s = _cell_scenario(scenario, congestion)
-    pol = _cell_policy(s, policy)
-    sim = run_simulation(s, pol, seed=seed, record_placements=False)
+    sim = run_simulation(s, s.make_policy(policy), seed=seed, record_placements=False)
     keys = {"policy": policy, "workload": sim.trace_name, "congestion": str(congestion)}
-    return {**keys, "seed": seed, "clairvoyant": _clairvoyant(s, pol), **sim.result.summary}
+    return {**keys, "seed": seed, "clairvoyant": sim.clairvoyant, **sim.result.summary}
 
 
 JOB_FIELDS = ("job_id", "model", "gpus", "jct_s", "queueing_s", "comm_s", "preemptions", "level")
@@ -112,9 +95,8 @@ def compare_cell(
     """``simulate_cell`` plus the cell's per-job table under ``"job_table"`` (for
     JCT distributions)."""
     s = _cell_scenario(scenario, congestion)
-    pol = _cell_policy(s, policy)
-    sim = run_simulation(s, pol, seed=seed, record_placements=False)
+    sim = run_simulation(s, s.make_policy(policy), seed=seed, record_placements=False)
     keys = {"policy": policy, "workload": sim.trace_name, "congestion": str(congestion)}
     jobs = sim.result.jobs[list(JOB_FIELDS)].reset_index(drop=True)
-    clair = _clairvoyant(s, pol)
+    clair = sim.clairvoyant
     return {**keys, "seed": seed, "clairvoyant": clair, **sim.result.summary, "job_table": jobs}

@@ -5,7 +5,8 @@ differs from our default engine in how a job progresses, how GPUs are leased
 and re-offered and where a job is put, not only in its performance model.
 ``docs/design.md`` section 1.1 states those semantics; this module re-states them
 (facts, not the authors' code) as an event loop over individual GPUs, with
-every difference to our default model a named switch (:class:`SeedSwitches`):
+every difference to our default model a named switch
+(:class:`~ddl_gym.seed.switches.SeedSwitches`):
 
 * **batches** (``batch_iterations``): a job on ``N`` GPUs whose placement has
   slowdown ``d`` advances ``batch_iterations x N`` iterations every
@@ -31,18 +32,13 @@ every difference to our default model a named switch (:class:`SeedSwitches`):
   seed's hash maps (:func:`java_multikey_order`), racks in order, and takes
   the first free GPUs of the domain; ``best_fit`` uses our engine's packer.
 * **performance** (``perf``): ``seed_astra`` looks the slowdown of the exact
-  GPU set up in the authors' table (:mod:`ddl_gym.seed_astra`, no
+  GPU set up in the authors' table (:mod:`ddl_gym.seed.astra`, no
   contention); ``closed_form`` uses our :class:`~ddl_gym.perf.PerfModel`,
   with ``contention`` sharing rack uplinks among the cross-rack jobs running
   when a lease starts and ``congestion`` as background traffic.
 
-Policies (:class:`SeedDally`, :class:`SeedTiresias`) are the seed's: Dally
-orders by time-averaged placement efficiency (new jobs 0; ties: fewer GPUs
-held, earlier last assignment, lower id) with delay timers counted in leases
-from the last resource change (a job larger than a machine may take a rack,
-one larger than a rack the network, at once) and an optional auto-tuner
-whose history ``H`` is counted in leases; Tiresias orders by attained GPU service (least
-first) and keeps a static set of consolidation-sensitive models within a rack.
+The seed's own policies (:mod:`ddl_gym.seed.policies`) choose the order and
+the widest level; this loop does the rest.
 
 The loop is one event per lease (not per batch): the batches a job runs
 within one lease are summed in closed form, so the seed week's ~11,000 h
@@ -54,15 +50,17 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import insort
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 
 from ddl_gym.engine.metrics import Result, summarize
 from ddl_gym.perf import Level, PerfModel, Shape
-from ddl_gym.seed_astra import SEED_GPUS_PER_SLOT, SlowdownTable
+from ddl_gym.seed.astra import SlowdownTable
+from ddl_gym.seed.java_order import java_multikey_order
+from ddl_gym.seed.policies import SeedPolicy, make_seed_policy
+from ddl_gym.seed.switches import SeedSwitches
 from ddl_gym.topology import Cluster, get_cluster, get_congestion
 from ddl_gym.traces import Trace, check_fits
 
@@ -70,283 +68,6 @@ FREE, END, ARRIVAL, LEASE, TICK = range(5)
 EPS = 1e-9
 
 
-@dataclass(frozen=True)
-class SeedSwitches:
-    """Every difference between the seed's simulator and our default model.
-
-    The defaults are the seed's (ArtISt-sim as run for the reference results).
-    """
-
-    perf: str = "seed_astra"  # or "closed_form"
-    contention: bool = False  # closed_form only: share rack uplinks
-    congestion: str | float = "none"  # closed_form only: background traffic
-    placement: str = "first_fit"  # or "best_fit"
-    batch_iterations: int = 1000  # 0: continuous progress (no batches)
-    lease_s: float = 20.0
-    checkpoint_s_per_gpu: float = 1.0
-    tick_s: float = 60.0
-    # every free GPU is offered (docs/design.md 1.1: "all"), or a release's GPUs
-    # alone, as the stored ResourceAvailableEvent does ("released")
-    offer_scope: str = "all"
-    checkpoint_on_completion: bool = True  # a finished job's GPUs wait too
-    offer_on_lease_expiry: bool = True  # a lease's end is an offer point (docs/design.md 1.1)
-    # a tick every tick_s while a job waits ("waiting", docs/design.md 1.1), or only
-    # when the event queue runs empty, as the stored ClusterEventQueue.start ("idle")
-    tick: str = "waiting"
-    # GPU.markLeaseEnd at the batch end: released GPUs are unleased at once
-    # (an arrival's or tick's offer may take them) and offered by their own
-    # event after the checkpoint; False: nobody can use them meanwhile
-    unlease_on_release: bool = True
-    gpus_per_slot: int = SEED_GPUS_PER_SLOT
-
-    def __post_init__(self) -> None:
-        if self.perf not in ("seed_astra", "closed_form"):
-            raise ValueError(f"perf must be 'seed_astra' or 'closed_form', got {self.perf!r}")
-        if self.placement not in ("first_fit", "best_fit"):
-            raise ValueError(f"placement must be 'first_fit' or 'best_fit', got {self.placement!r}")
-        if self.perf == "seed_astra" and (self.contention or get_congestion(self.congestion).at(0)):
-            raise ValueError("seed_astra has no contention or congestion: use perf='closed_form'")
-        for name in ("lease_s", "tick_s"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.batch_iterations < 0 or self.checkpoint_s_per_gpu < 0:
-            raise ValueError("batch_iterations and checkpoint_s_per_gpu must be >= 0")
-        if self.offer_scope not in ("released", "all"):
-            raise ValueError(f"offer_scope must be 'released' or 'all', got {self.offer_scope!r}")
-        if self.tick not in ("idle", "waiting"):
-            raise ValueError(f"tick must be 'idle' or 'waiting', got {self.tick!r}")
-
-
-def as_cluster(cluster: Cluster | str) -> Cluster:
-    """A ``Cluster``, a preset name or ``"RxSxG"`` (racks x machines x GPUs)."""
-    return get_cluster(cluster)
-
-
-# -- policies ----------------------------------------------------------------
-@dataclass
-class _History:
-    """Waits (in leases) of one GPU demand at one level, oldest first.
-
-    ``prune="java"`` keeps the seed's bookkeeping
-    (``DallyInterJobScheduler.setDemandDelay``): old waits are dropped only
-    when a new one is added, by a loop that removes by index while it walks,
-    so it skips the entry after each removal. ``prune="window"`` drops every
-    wait older than the window whenever the timers are read."""
-
-    samples: list[tuple[float, float]] = field(default_factory=list)
-
-    def add(self, t: float, wait: float, horizon: float, prune: str) -> None:
-        self.samples.append((t, wait))
-        if prune == "java":
-            i = 0
-            while i < len(self.samples):
-                if self.samples[i][0] < horizon:
-                    del self.samples[i]
-                i += 1
-
-    def spread(self, horizon: float, prune: str) -> float:
-        """Mean + 2 population standard deviations; 1 with no waits
-        (``getMcDemandDelay`` / ``getRackDemandDelay``)."""
-        if prune == "window":
-            self.samples = [s for s in self.samples if s[0] >= horizon]
-        n = len(self.samples)
-        if not n:
-            return 1.0
-        mean = sum(w for _, w in self.samples) / n
-        var = sum((w - mean) ** 2 for _, w in self.samples) / n
-        return mean + 2.0 * math.sqrt(var)
-
-
-@dataclass
-class SeedDally:
-    """Dally as the seed runs it.
-
-    ``auto_tune``: timers from the history of waits (``tuneDelayTimers``):
-    rack timer ``min(ceil(0.8 H), max(1, ceil(m)))`` and network timer
-    ``min(H, max(2, ceil(r)))`` leases, ``m`` / ``r`` the mean + 2 std of the
-    machine-level / rack-level waits of the same GPU demand over the last
-    ``H = history`` leases (only waits of >= 1 lease recorded).
-    ``tuner_caps="6_12"`` is the earlier version's fixed caps 6 and 12.
-    Otherwise fixed ``rack_timer`` / ``network_timer`` leases.
-    ``skip_waits``: ``all`` (the seed's code: a job larger than a machine
-    may take a rack at once, a job larger than a rack the network at once),
-    ``network`` (only the latter) or ``none`` (every wider level waits).
-    ``domain_order``: ``java_hash`` walks slots and machines in the order of
-    the seed's ``MultiKeyMap`` key sets (``consolidatedGPUAllocation``),
-    ``cluster`` in cluster order. ``timer_clock``: waits count from the last
-    release (``getLastResourceAssignment``) or from arrival."""
-
-    rack_timer: float = 1.0
-    network_timer: float = 2.0
-    auto_tune: bool = False
-    history: int = 24
-    tuner_caps: str = "history"
-    history_prune: str = "java"
-    skip_waits: str = "all"
-    domain_order: str = "java_hash"
-    timer_clock: str = "release"  # "arrival": timers count from arrival, not release
-    name: str = "dally"
-    _hist: dict[tuple[int, int], _History] = field(default_factory=dict, repr=False)
-
-    def __post_init__(self) -> None:
-        checks = (
-            ("tuner_caps", ("history", "6_12")),
-            ("history_prune", ("java", "window")),
-            ("skip_waits", ("all", "network", "none")),
-            ("domain_order", ("java_hash", "cluster")),
-            ("timer_clock", ("release", "arrival")),
-        )
-        for name, allowed in checks:
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {allowed}, got {getattr(self, name)!r}")
-
-    def reset(self) -> None:
-        self._hist = {}
-
-    def key(self, sim: SeedSim, j: int) -> tuple:
-        busy = sim.gpu_time[j]
-        eff = sim.comp_time[j] / busy if busy > 0 else 0.0
-        return (eff, 0, sim.last_assign[j], j)
-
-    def _horizon(self, sim: SeedSim) -> float:
-        return sim.now - self.history * sim.sw.lease_s
-
-    def timers(self, sim: SeedSim, gpus: int) -> tuple[float, float]:
-        if not self.auto_tune:
-            return self.rack_timer, self.network_timer
-        horizon = self._horizon(sim)
-        m = self._hist.get((gpus, Level.MACHINE))
-        r = self._hist.get((gpus, Level.RACK))
-        ms = m.spread(horizon, self.history_prune) if m else 1.0
-        rs = r.spread(horizon, self.history_prune) if r else 1.0
-        if self.tuner_caps == "6_12":
-            rack_cap, net_cap = 6.0, 12.0
-        else:
-            rack_cap, net_cap = float(math.ceil(0.8 * self.history)), float(self.history)
-        rack = min(rack_cap, max(1.0, math.ceil(ms - 1e-12)))
-        net = min(net_cap, max(2.0, math.ceil(rs - 1e-12)))
-        return rack, net
-
-    def _since(self, sim: SeedSim, j: int) -> float:
-        start = sim.arrival[j] if self.timer_clock == "arrival" else sim.last_assign[j]
-        return (sim.now - start) / sim.sw.lease_s
-
-    def widest(self, sim: SeedSim, j: int) -> Level:
-        waited = self._since(sim, j) + EPS
-        tight = sim.size_level(sim.n[j])
-        if self.skip_waits != "none" and tight == Level.NETWORK:
-            return Level.NETWORK
-        rack_t, net_t = self.timers(sim, sim.n[j])
-        if waited >= net_t:
-            return Level.NETWORK
-        if self.skip_waits == "all" and tight == Level.RACK:
-            return Level.RACK
-        if waited >= rack_t:
-            return Level.RACK
-        return Level.MACHINE
-
-    def placed(self, sim: SeedSim, j: int, level: Level) -> None:
-        if level == Level.NETWORK:
-            return
-        wait = self._since(sim, j)
-        if wait >= 1.0 - EPS:
-            h = self._hist.setdefault((sim.n[j], level), _History())
-            h.add(sim.now, wait, self._horizon(sim), self.history_prune)
-
-
-# The seed's static consolidation-sensitive class (docs/design.md section 1.1).
-SEED_SENSITIVE = frozenset({"vgg11", "alexnet", "mobilenet_v3"})
-
-
-@dataclass
-class SeedTiresias:
-    """Tiresias as the seed runs it: least attained GPU service first (counted
-    per started batch); ``sensitive`` models never cross racks unless larger
-    than a rack; the others take the tightest first-fitting domain at any
-    level or, with ``insensitive_anywhere``, simply the first free GPUs in
-    cluster order (closer to the authors' figures without it)."""
-
-    sensitive: frozenset[str] = SEED_SENSITIVE
-    insensitive_anywhere: bool = False
-    name: str = "tiresias"
-
-    def reset(self) -> None:
-        pass
-
-    def key(self, sim: SeedSim, j: int) -> tuple:
-        return (sim.service[j], 0, sim.last_assign[j], j)
-
-    def widest(self, sim: SeedSim, j: int) -> Level:
-        tight = sim.size_level(sim.n[j])
-        if sim.model[j] in self.sensitive and tight < Level.NETWORK:
-            return Level.RACK
-        return Level.NETWORK
-
-    def anywhere(self, sim: SeedSim, j: int) -> bool:
-        return self.insensitive_anywhere and sim.model[j] not in self.sensitive
-
-    def placed(self, sim: SeedSim, j: int, level: Level) -> None:
-        pass
-
-
-SEED_POLICIES = ("dally", "dally-1-2", "tiresias")
-
-
-def make_seed_policy(name: str, **kwargs: Any) -> SeedDally | SeedTiresias:
-    """``dally`` (auto-tuned, H = 24 leases), ``dally-1-2`` (fixed timers),
-    ``tiresias``."""
-    if name == "dally":
-        return SeedDally(**{"auto_tune": True, **kwargs})
-    if name == "dally-1-2":
-        return SeedDally(**{"rack_timer": 1, "network_timer": 2, "name": "dally-1-2", **kwargs})
-    if name == "tiresias":
-        return SeedTiresias(**kwargs)
-    raise ValueError(f"no seed-mode policy {name!r}; known: {', '.join(SEED_POLICIES)}")
-
-
-# -- the seed's hash-map iteration order ------------------------------------------
-_M32 = 0xFFFFFFFF
-
-
-def _multikey_hash(keys: tuple[int, ...]) -> int:
-    """``MultiKeyMap.hash`` of Integer keys (commons-collections4), as an
-    unsigned 32-bit value."""
-    h = 0
-    for k in keys:
-        h ^= k & _M32
-    h = (h + (~(h << 9) & _M32)) & _M32
-    h ^= h >> 14
-    h = (h + (h << 4)) & _M32
-    h ^= h >> 10
-    return h
-
-
-@lru_cache(maxsize=65536)
-def java_multikey_order(keys: tuple[tuple[int, ...], ...]) -> tuple[tuple[int, ...], ...]:
-    """The order a commons-collections ``MultiKeyMap`` (a ``HashedMap``:
-    16 buckets, load factor 0.75, new entries at the head of their bucket,
-    doubling that re-links buckets from the last one down) returns its keys
-    in after ``keys`` were put in this order: buckets from the last one down,
-    each bucket's chain from its head. The seed's Dally walks its slot and
-    machine maps in this order (``consolidatedGPUAllocation``)."""
-    cap = 16
-    buckets: list[list[tuple[tuple[int, ...], int]]] = [[] for _ in range(cap)]
-    size = 0
-    for key in keys:
-        h = _multikey_hash(key)
-        buckets[h & (cap - 1)].insert(0, (key, h))
-        size += 1
-        if size >= int(cap * 0.75):
-            cap *= 2
-            new: list[list[tuple[tuple[int, ...], int]]] = [[] for _ in range(cap)]
-            for chain in reversed(buckets):
-                for entry in chain:
-                    new[entry[1] & (cap - 1)].insert(0, entry)
-            buckets = new
-    return tuple(key for chain in reversed(buckets) for key, _ in chain)
-
-
-# -- the simulator -------------------------------------------------------------
 class SeedSim:
     """One run of the seed-faithful mode. ``run()`` returns the per-job table
     and summary in our engine's format (``ddl_gym.engine.metrics``)."""
@@ -355,13 +76,15 @@ class SeedSim:
         self,
         trace: Trace,
         cluster: Cluster | str,
-        policy: SeedDally | SeedTiresias,
+        policy: SeedPolicy,
         switches: SeedSwitches | None = None,
         table: SlowdownTable | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> None:
-        self.cluster = c = as_cluster(cluster)
+        self.cluster = c = get_cluster(cluster)
         self.sw = sw = switches or SeedSwitches()
         self.policy = policy
+        self._progress = progress  # told of every job that finishes
         check_fits(trace, c.num_gpus)
         jobs = trace.jobs
         self.ids = [str(x) for x in jobs["job_id"]]
@@ -603,6 +326,8 @@ class SeedSim:
         if finished:
             self.end[j] = self.now
             self.n_done += 1
+            if self._progress is not None:
+                self._progress(1)
         else:
             insort(self.waiting, (self.policy.key(self, j), j))
 
@@ -618,15 +343,14 @@ class SeedSim:
 
     def _offer(self) -> None:
         policy = self.policy
+        order = policy.domain_order
         placed: list[int] = []
         for pos, (_, j) in enumerate(self.waiting):
             if self.n_free == 0:
                 break
             if self.n[j] > self.n_free:
                 continue
-            anywhere = isinstance(policy, SeedTiresias) and policy.anywhere(self, j)
-            order = getattr(policy, "domain_order", "cluster")
-            got = self.find(j, policy.widest(self, j), anywhere, order)
+            got = self.find(j, policy.widest(self, j), policy.anywhere(self, j), order)
             if got is None:
                 continue
             gpus, stage = got
@@ -746,43 +470,30 @@ class SeedSim:
         return pd.DataFrame(rows)
 
 
-def run_seed(
+def run(
     trace: Trace,
     cluster: Cluster | str,
-    policy: str | SeedDally | SeedTiresias,
+    policy: str | SeedPolicy,
     switches: SeedSwitches | None = None,
     table: SlowdownTable | None = None,
+    progress: Callable[[int], None] | None = None,
     **policy_kwargs: Any,
 ) -> Result:
     """Simulate ``trace`` in the seed-faithful mode (see module docstring).
 
-    Returns our engine's ``Result`` (no time series or placement history);
-    ``comm_s`` per job is the seed's communication metric, wall running time
-    minus ideal compute time, and the summary adds ``comm_h`` (its sum in
-    hours) and ``events``."""
+    ``policy`` is a seed policy or its name (``make_seed_policy``, with
+    ``policy_kwargs``); ``table`` the slowdown table (default: the data
+    dir's); ``progress`` is called with 1 as each job finishes. Returns our
+    engine's ``Result`` (no time series or placement history); ``comm_s``
+    per job is the seed's communication metric, wall running time minus
+    ideal compute time, and the summary adds ``comm_h`` (its sum in hours)
+    and ``events``."""
     if isinstance(policy, str):
         policy = make_seed_policy(policy, **policy_kwargs)
-    sim = SeedSim(trace, cluster, policy, switches, table)
+    sim = SeedSim(trace, cluster, policy, switches, table, progress)
     jobs = sim.run()
     series = pd.DataFrame(columns=["time_s", "used_gpus", "queue_length", "running", "background"])
     summary = summarize(jobs, series, sim.cluster.num_gpus)
     summary["comm_h"] = float(jobs["comm_s"].sum()) / 3600.0
     summary["events"] = float(sim.events)
     return Result(jobs, series, summary)
-
-
-def with_switch(sw: SeedSwitches, **changes: Any) -> SeedSwitches:
-    return replace(sw, **changes)
-
-
-__all__ = [
-    "SEED_POLICIES",
-    "SEED_SENSITIVE",
-    "SeedDally",
-    "SeedSim",
-    "SeedSwitches",
-    "SeedTiresias",
-    "make_seed_policy",
-    "run_seed",
-    "with_switch",
-]

@@ -1,5 +1,8 @@
 """Performance source ``seed_astra``: the seed authors' per-placement slowdowns.
 
+The seed simulator looks its slowdowns up here; our engine takes a loaded
+:class:`SlowdownTable` as its ``perf_source`` (it never imports this module).
+
 The seed's simulator (ArtISt-sim, aakash-sharma/cluster-sim @ 4cd660e) turns
 the exact GPU set of a job into a six-entry *dimension vector* and asks its
 ASTRA-sim fork for the iteration-time inflation of that vector. The
@@ -176,6 +179,15 @@ class SlowdownTable:
     def slowdown_of(self, model: str, locations: Iterable[tuple[int, int, int]]) -> float:
         """Slowdown of a GPU set given as ``(rack, machine, slot)`` per GPU."""
         return self.slowdown(model, *counts(locations))
+
+    def placement_slowdown(
+        self, model: str, placement: Iterable[tuple[int, int]], servers_per_rack: int
+    ) -> float:
+        """Slowdown of a count-only placement ``[(server, gpus), ...]``, slots
+        filled whole (:func:`compact_counts`): what our engine asks of a
+        performance source (``ddl_gym.engine.perf_source.SlowdownSource``)."""
+        n, r, m, s = compact_counts(placement, servers_per_rack, SEED_GPUS_PER_SLOT)
+        return self.slowdown(model, n, r, m, s)
 
 
 def compact_counts(
