@@ -175,6 +175,45 @@ def test_resolve_policy_kinds():
         resolve_policy(42)
 
 
+def test_evaluate_shipped_agent(data_dir):
+    pytest.importorskip("torch")
+    pytest.importorskip("sb3_contrib")
+    case = get_suite("ddl-gym-v1").quick[0].name
+    scores = evaluate("agent", quick=True, cases=[case], seeds=[0], progress=False)
+    assert scores.policy == "agent"
+    assert scores.records["completed"].iloc[0] == scores.records["jobs"].iloc[0]
+
+
+def test_evaluate_sb3_zip_from_the_readme_recipe(data_dir, tmp_path):
+    """A MaskablePPO zip trained on ddl_gym/Small-v0 as the README does (fewer
+    steps): scored on the quick cases of its cluster shape (2x2x4), the
+    others reported unsupported."""
+    pytest.importorskip("torch")
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    from stable_baselines3.common.env_util import make_vec_env
+
+    env_id, env_kwargs = "ddl_gym/Small-v0", {"congestion": "heavy"}
+    env = make_vec_env(env_id, n_envs=1, env_kwargs=env_kwargs)
+    model = sb3_contrib.MaskablePPO("MultiInputPolicy", env, seed=0, n_steps=32, batch_size=32)
+    model.learn(32)
+    path = tmp_path / "my_model.zip"
+    model.save(path)
+    env.close()
+    scores = evaluate(
+        f"agent:{path}",
+        quick=True,
+        seeds=[0],
+        env_id=env_id,
+        env_kwargs=env_kwargs,
+        progress=False,
+    )
+    shapes = {c.name: c.shape for c in get_suite().quick}
+    assert {shapes[c] for c in scores.records["case"]} == {"2x2x4"}
+    assert len(scores.records) == 2
+    assert list(scores.unsupported["case"]) == ["quick-pollux-6-head60@pcie32"]
+    assert (scores.records["completed"] == scores.records["jobs"]).all()
+
+
 # -- statistics --------------------------------------------------------------------------
 def _records(rows):
     cols = ["policy", "case", "family", "seed", "mean_jct_s", "clairvoyant"]

@@ -17,15 +17,15 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from ddl_gym.benchmarks.policies import PolicySpec, resolve_policy
-from ddl_gym.benchmarks.runner import run_case
+from ddl_gym.benchmarks.runner import OK, run_case
 from ddl_gym.benchmarks.suite import Case, get_suite
 
 CARD_COLUMNS = ("mean_jct_s", "p95_jct_s", "makespan_s", "comm_overhead", "preemptions")
@@ -33,12 +33,15 @@ CARD_COLUMNS = ("mean_jct_s", "p95_jct_s", "makespan_s", "comm_overhead", "preem
 
 @dataclass(frozen=True)
 class Scores:
-    """One policy's records on a suite split: one row per (case, seed)."""
+    """One policy's records on a suite split: one row per (case, seed) it
+    ran; ``unsupported``: the (case, seed) runs whose cluster it cannot act
+    on, with the reason."""
 
     policy: str
     suite: str
     split: str
     records: pd.DataFrame
+    unsupported: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def card(self) -> pd.DataFrame:
         """The score card: per case, the mean over seeds of each metric."""
@@ -89,6 +92,8 @@ def evaluate(
     name: str | None = None,
     cases: Sequence[str] | None = None,
     backend: str = "local",
+    env_id: str | None = None,
+    env_kwargs: Mapping[str, Any] | None = None,
 ) -> Scores:
     """Run ``policy`` on every case of ``split`` (``quick``: the quick
     sub-suite) for the case's seeds (or ``seeds``) and return its
@@ -99,9 +104,12 @@ def evaluate(
     ``"module:function"``, a Policy object, a plain ``f(view) -> Action``).
     ``name`` overrides the name in the records. ``out_dir``: one JSON file per
     finished (case, seed); ``resume``: reuse those already there. ``cases``:
-    only these case names.
+    only these case names. ``env_id`` / ``env_kwargs``: for an SB3 zip
+    without a saved config (``"agent:PATH"``), the env it was trained on; it
+    runs only on cases of that cluster shape (the others are listed in
+    ``Scores.unsupported``).
     """
-    spec: PolicySpec = resolve_policy(policy, name)
+    spec: PolicySpec = resolve_policy(policy, name, env_id=env_id, env_kwargs=env_kwargs)
     the_suite = get_suite(suite)
     chosen = the_suite.select(split, quick=quick)
     if cases is not None:
@@ -154,8 +162,23 @@ def evaluate(
                 bar.close()
     else:
         raise ValueError(f"unknown backend {backend!r}: 'local' or 'ray'")
-    frame = pd.DataFrame([records[i] for i in sorted(records)])
-    return Scores(spec.name, suite, "quick" if quick else split, frame)
+    return _scores(
+        spec.name, suite, "quick" if quick else split, [records[i] for i in sorted(records)]
+    )
+
+
+def _scores(policy: str, suite: str, split: str, rows: list[dict[str, Any]]) -> Scores:
+    frame = pd.DataFrame(rows)
+    if frame.empty or "status" not in frame:
+        return Scores(policy, suite, split, frame)
+    ok = frame["status"] == OK
+    return Scores(
+        policy,
+        suite,
+        split,
+        frame[ok].reset_index(drop=True),
+        frame.loc[~ok].reindex(columns=["case", "seed", "reason"]).reset_index(drop=True),
+    )
 
 
 def _bar(total: int, initial: int, name: str, show: bool):
@@ -174,8 +197,5 @@ def load_scores(out_dir: str | Path) -> list[Scores]:
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         rows = [r for r in (_read(f) for f in sorted(folder.glob("*.json"))) if r is not None]
         if rows:
-            frame = pd.DataFrame(rows)
-            found.append(
-                Scores(str(frame["policy"].iloc[0]), str(frame["suite"].iloc[0]), "", frame)
-            )
+            found.append(_scores(str(rows[0]["policy"]), str(rows[0]["suite"]), "", rows))
     return found

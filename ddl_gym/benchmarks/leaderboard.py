@@ -48,7 +48,7 @@ def run_policies(
             quick=quick,
         )
         frames.append(scores.records)
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat([f for f in frames if not f.empty], ignore_index=True)
 
 
 def _ci(x: float, lo: float, hi: float, fmt: str = "{:.3f}") -> str:

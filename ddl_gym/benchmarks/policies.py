@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ddl_gym.baselines import POLICY_NAMES, make_policy
+from ddl_gym.topology import Cluster
 
 # Every registered heuristic but random; SJF/SRTF read true job sizes.
 HEURISTICS: tuple[str, ...] = (
@@ -78,24 +79,50 @@ def _from_object(obj: Any, name: str | None) -> PolicySpec:
     )
 
 
-def _agent(path: str | None) -> PolicySpec:
+def _agent(
+    path: str | None, env_id: str | None = None, env_kwargs: Mapping[str, Any] | None = None
+) -> PolicySpec:
     def factory() -> Any:
         from ddl_gym.agents.policy import DEFAULT_MODEL, load_policy
 
+        if env_id is not None or env_kwargs is not None:  # any SB3 zip: its env says how
+            return load_policy(path or DEFAULT_MODEL, env_kwargs=env_kwargs, env_id=env_id)
         return load_policy(path or DEFAULT_MODEL)
 
     name = "agent" if path is None else f"agent:{path}"
     return PolicySpec(name, factory)
 
 
-def resolve_policy(spec: Any, name: str | None = None) -> PolicySpec:
+def supports(policy: Any, cluster: Cluster) -> str | None:
+    """Why ``policy`` cannot run on ``cluster`` (None: it can). A policy may
+    say so itself (``supports(cluster) -> bool``); a model that observes one
+    row per server (an SB3 zip on the env's flat observation) runs only on
+    the cluster shape it was trained on."""
+    check = getattr(policy, "supports", None)
+    if callable(check):
+        return None if check(cluster) else f"{getattr(policy, 'name', policy)} says no"
+    mine = getattr(policy, "cluster", None)
+    if isinstance(mine, Cluster) and hasattr(policy, "observation_space"):
+        shape = (cluster.racks, cluster.servers_per_rack, cluster.gpus_per_server)
+        if shape != (mine.racks, mine.servers_per_rack, mine.gpus_per_server):
+            return f"trained on {mine.describe()}; its observation cannot show another shape"
+    return None
+
+
+def resolve_policy(
+    spec: Any,
+    name: str | None = None,
+    env_id: str | None = None,
+    env_kwargs: Mapping[str, Any] | None = None,
+) -> PolicySpec:
     """A :class:`PolicySpec` for ``spec``:
 
     * a heuristic name (``ddl_gym.baselines.POLICY_NAMES``); ``sjf`` and
       ``srtf`` run clairvoyant (they read true job sizes);
-    * ``"agent"`` (the shipped model) or ``"agent:PATH"`` (a model saved by
-      ``ddl_gym.agents.train``, or any SB3 / sb3-contrib zip with its config
-      beside it);
+    * ``"agent"`` (the shipped model) or ``"agent:PATH"``: a model saved by
+      ``ddl_gym.agents.train`` (its config beside it), or any SB3 /
+      sb3-contrib zip (MaskablePPO, PPO) with ``env_id`` / ``env_kwargs``, the
+      env it was trained on (README's recipe: ``ddl_gym/Small-v0``);
     * ``"module:function"`` (or ``module:Class``): imported, then as below;
     * an object with ``reset(view, seed)`` and ``act(view)``, a class or
       zero-argument factory making one, or a plain ``f(view) -> Action``.
@@ -106,7 +133,7 @@ def resolve_policy(spec: Any, name: str | None = None) -> PolicySpec:
         if spec in POLICY_NAMES:
             return PolicySpec(name or spec, lambda: make_policy(spec), clairvoyant=spec in ORACLES)
         if spec == "agent" or spec.startswith("agent:"):
-            return _agent(spec.partition(":")[2] or None)
+            return _agent(spec.partition(":")[2] or None, env_id, env_kwargs)
         module, sep, attr = spec.partition(":")
         if sep and module and attr:
             obj = importlib.import_module(module)

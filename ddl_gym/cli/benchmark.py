@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from ddl_gym.benchmarks.policies import HEURISTICS, ORACLES
@@ -45,6 +46,12 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "model), 'agent:PATH' (an SB3/sb3-contrib zip with its config), or 'module:function'",
     )
     e.add_argument("--name", help="name in the records (default: the policy spec)")
+    e.add_argument(
+        "--env-id",
+        help="agent:PATH of an SB3 zip without a saved config: the env id it was trained on "
+        "(e.g. ddl_gym/Small-v0); it runs on the cases of that cluster shape",
+    )
+    e.add_argument("--env-kwargs", help="with --env-id: its env arguments as JSON")
     e.add_argument("--out", type=Path, help="folder for the per-run JSON files")
     e.add_argument("--resume", action="store_true", help="skip runs already in --out")
     e.add_argument("--seeds", help="comma-separated seeds (default: each case's)")
@@ -100,15 +107,22 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         name=args.name,
         cases=args.case,
         backend=args.backend,
+        env_id=args.env_id,
+        env_kwargs=json.loads(args.env_kwargs) if args.env_kwargs else None,
     )
-    card = scores.card()
     print(f"{scores.policy} on {scores.suite} {scores.split}: {len(scores.records)} runs")
-    shown = card.assign(
+    if scores.records.empty:
+        print("no case of this split runs this policy")
+        return 1
+    card = scores.card()
+    shown = card.assign(  # hours read better than seconds
         mean_jct_h=card["mean_jct_s"] / 3600,
         p95_jct_h=card["p95_jct_s"] / 3600,
         makespan_h=card["makespan_s"] / 3600,
     )[["case", "mean_jct_h", "p95_jct_h", "makespan_h", "comm_overhead", "preemptions"]]
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    for _, row in scores.unsupported.drop_duplicates("case").iterrows():
+        print(f"skipped {row['case']}: {row['reason']}")
     if args.out is not None:
         print(f"runs in {args.out}")
     return 0
