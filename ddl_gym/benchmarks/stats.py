@@ -273,11 +273,14 @@ def plot_performance_profiles(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, y in points.items():
-        (line,) = ax.plot(taus, y, label=name, linewidth=1.6)
-        ax.fill_between(taus, cis[name][0], cis[name][1], color=line.get_color(), alpha=0.15)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    colours = plt.get_cmap("tab20").colors
+    for i, (name, y) in enumerate(points.items()):
+        style = "--" if "oracle" in name else "-"
+        (line,) = ax.plot(taus, y, style, label=name, linewidth=1.6, color=colours[i % 20])
+        ax.fill_between(taus, cis[name][0], cis[name][1], color=line.get_color(), alpha=0.07)
     ax.set_xscale("log")
+    ax.set_xlim(taus[0], taus[-1])
     ax.set_xlabel("tau: mean JCT / best non-oracle heuristic's on the case")
     ax.set_ylabel("fraction of runs with score <= tau")
     ax.set_ylim(0, 1.02)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from ddl_gym.benchmarks.policies import HEURISTICS, ORACLES
@@ -162,3 +163,15 @@ def cmd_show(args: argparse.Namespace) -> int:
         )
         print(f"{'':10s} disjoint: {case.disjoint}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ddl_gym.cli.benchmark ACTION ...``: the command on its own."""
+    p = argparse.ArgumentParser(prog="ddl-gym")
+    register(p.add_subparsers(dest="command", required=True))
+    args = p.parse_args(["benchmark", *(sys.argv[1:] if argv is None else argv)])
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
