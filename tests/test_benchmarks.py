@@ -317,6 +317,29 @@ def test_leaderboard_report_on_quick(data_dir, tmp_path):
     assert img.is_file() and img.stat().st_size > 1000
 
 
+# -- offline datasets ------------------------------------------------------------------
+def test_datasets_record_heuristic_episodes(data_dir, tmp_path, monkeypatch):
+    minari = pytest.importorskip("minari")
+    pytest.importorskip("pyarrow")
+    from ddl_gym.benchmarks.datasets import build_datasets
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))
+    case = get_suite().quick[0]
+    made = build_datasets(
+        quick=True, cases=[case.name], policies=["fifo"], root=tmp_path, progress=False
+    )
+    (summary,) = made
+    assert summary.episodes == len(case.seeds) and summary.dropped == 0
+    data = minari.load_dataset(summary.dataset_id)
+    assert data.total_episodes == len(case.seeds)
+    episode = next(data.iterate_episodes())
+    assert len(episode.actions) == len(episode.rewards) > 0
+    # the rewards sum to minus the total JCT (hours): the fifo run's mean JCT
+    run = evaluate("fifo", quick=True, cases=[case.name], seeds=[0], progress=False).records
+    jobs = run["jobs"].iloc[0]
+    assert -episode.rewards.sum() * 3600 / jobs == pytest.approx(run["mean_jct_s"].iloc[0])
+
+
 # -- the command -------------------------------------------------------------------------
 def _parser():
     from ddl_gym.cli import benchmark

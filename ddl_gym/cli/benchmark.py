@@ -5,6 +5,7 @@
     ddl-gym benchmark evaluate --policy agent:my_model.zip --resume --out runs/bench/mine
     ddl-gym benchmark evaluate --policy mypkg.sched:act --quick
     ddl-gym benchmark leaderboard --agent --resume           # docs/benchmark.md
+    ddl-gym benchmark datasets --split train --root runs/minari  # Minari datasets
 
 ``register(sub)`` adds the command to the ``ddl-gym`` parser.
 """
@@ -78,6 +79,22 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     lb.add_argument("--no-progress", action="store_true")
     lb.set_defaults(func=cmd_leaderboard)
 
+    ds = actions.add_parser(
+        "datasets",
+        help="record every heuristic's episodes on a split as Minari datasets",
+        description="One Minari dataset per (case, heuristic), one episode per seed, in the "
+        "Gymnasium env with windows K and M (needs the datasets extra: minari, pyarrow).",
+    )
+    ds.add_argument("--suite", default=DEFAULT_SUITE)
+    ds.add_argument("--split", default="train", choices=("train", "validation", "test"))
+    ds.add_argument("--quick", action="store_true", help="the quick sub-suite")
+    ds.add_argument("--root", type=Path, default=Path("runs/minari"), help="datasets folder")
+    ds.add_argument("--policies", default=",".join(HEURISTICS), help="comma-separated")
+    ds.add_argument("--case", action="append", help="only this case (repeatable)")
+    ds.add_argument("-K", type=int, default=32, help="pending-job window of the env")
+    ds.add_argument("-M", type=int, default=32, help="running-job window of the env")
+    ds.set_defaults(func=cmd_datasets)
+
     sh = actions.add_parser("show", help="list a suite's cases and its hash")
     sh.add_argument("--suite", default=DEFAULT_SUITE)
     sh.add_argument("--split", default="all", help="train, validation, test or all")
@@ -146,6 +163,25 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
         reps=args.reps,
     )
     print(f"wrote {path} and {args.img}")
+    return 0
+
+
+def cmd_datasets(args: argparse.Namespace) -> int:
+    from ddl_gym.benchmarks.datasets import build_datasets
+
+    made = build_datasets(
+        suite=args.suite,
+        split=args.split,
+        policies=args.policies.split(","),
+        root=args.root,
+        quick=args.quick,
+        cases=args.case,
+        K=args.K,
+        M=args.M,
+    )
+    episodes = sum(d.episodes for d in made)
+    dropped = sum(d.dropped for d in made)
+    print(f"{len(made)} datasets, {episodes} episodes ({dropped} dropped) in {args.root}")
     return 0
 
 
