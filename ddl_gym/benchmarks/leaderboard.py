@@ -189,7 +189,15 @@ def build_report(
             }
         )
         card_lines.append(f"#### {case}\n\nbest non-oracle heuristic: {best[case]}\n")
-        card_lines.append(markdown_table(frame, {"preemptions": "{:.0f}"}) + "\n")
+        formats = {
+            "normalised": "{:.3f}",
+            "mean JCT (h)": "{:.2f}",
+            "p95 JCT (h)": "{:.1f}",
+            "makespan (h)": "{:.0f}",
+            "comm overhead": "{:.3f}",
+            "preemptions": "{:.0f}",
+        }
+        card_lines.append(markdown_table(frame, formats) + "\n")
 
     design = design_table(records[records["case"].isin(cases)], baseline)
     if img_path is not None:
