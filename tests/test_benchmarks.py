@@ -184,10 +184,10 @@ def test_evaluate_shipped_agent(data_dir):
     assert scores.records["completed"].iloc[0] == scores.records["jobs"].iloc[0]
 
 
-def test_evaluate_sb3_zip_from_the_readme_recipe(data_dir, tmp_path):
-    """A MaskablePPO zip trained on ddl_gym/Small-v0 as the README does (fewer
-    steps): scored on the quick cases of its cluster shape (2x2x4), the
-    others reported unsupported."""
+@pytest.fixture(scope="module")
+def readme_sb3_zip(tmp_path_factory):
+    """A MaskablePPO zip trained on ddl_gym/Small-v0 as the README does (32
+    steps instead of 2,000), and the env it was trained on."""
     pytest.importorskip("torch")
     sb3_contrib = pytest.importorskip("sb3_contrib")
     from stable_baselines3.common.env_util import make_vec_env
@@ -196,9 +196,16 @@ def test_evaluate_sb3_zip_from_the_readme_recipe(data_dir, tmp_path):
     env = make_vec_env(env_id, n_envs=1, env_kwargs=env_kwargs)
     model = sb3_contrib.MaskablePPO("MultiInputPolicy", env, seed=0, n_steps=32, batch_size=32)
     model.learn(32)
-    path = tmp_path / "my_model.zip"
+    path = tmp_path_factory.mktemp("sb3") / "my_model.zip"
     model.save(path)
     env.close()
+    return path, env_id, env_kwargs
+
+
+def test_evaluate_sb3_zip_from_the_readme_recipe(data_dir, readme_sb3_zip):
+    """Scored on the quick cases of its cluster shape (2x2x4), the others
+    reported unsupported."""
+    path, env_id, env_kwargs = readme_sb3_zip
     scores = evaluate(
         f"agent:{path}",
         quick=True,
@@ -355,6 +362,24 @@ def test_cli_show(capsys):
     out = capsys.readouterr().out
     assert suite_hash(get_suite("ddl-gym-v1")) in out
     assert "philly-test@xrack512" in out and "pollux-5" not in out
+
+
+def _cli_evaluate(argv, capsys) -> str:
+    args = _parser().parse_args(["benchmark", "evaluate", "--quick", "--no-progress", *argv])
+    assert args.func(args) == 0
+    return capsys.readouterr().out
+
+
+def test_cli_evaluate_callable_agent_and_sb3_zip(data_dir, readme_sb3_zip, capsys):
+    case = ["--case", "quick-tiresias-60@pcie16", "--seeds", "0"]
+    out = _cli_evaluate(["--policy", "tests.test_benchmarks:first_fit", *case], capsys)
+    assert "tests.test_benchmarks:first_fit on ddl-gym-v1 quick: 1 runs" in out
+    out = _cli_evaluate(["--policy", "agent", *case], capsys)
+    assert "agent on ddl-gym-v1 quick: 1 runs" in out
+    path, env_id, env_kwargs = readme_sb3_zip
+    zip_args = ["--policy", f"agent:{path}", "--env-id", env_id]
+    out = _cli_evaluate([*zip_args, "--env-kwargs", json.dumps(env_kwargs), "--seeds", "0"], capsys)
+    assert ": 2 runs" in out and "skipped quick-pollux-6-head60@pcie32" in out
 
 
 def test_cli_evaluate_quick(data_dir, tmp_path, capsys):

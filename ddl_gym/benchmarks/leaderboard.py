@@ -273,6 +273,19 @@ def _page(
         "`ddl-gym benchmark evaluate --policy NAME|agent:PATH|module:function`); "
         "`ddl-gym benchmark show` lists the cases and the suite's hash.",
         "",
+        "What `policy` may be: a heuristic name; `agent` (the shipped model); "
+        "`agent:PATH`, a model saved by `ddl_gym.agents.train` or any SB3 / sb3-contrib zip "
+        "(with `env_id` / `env_kwargs`, or `--env-id` / `--env-kwargs`, naming the env it "
+        "was trained on: such a model observes one row per server, so it runs on the cases "
+        "of its cluster shape and the others are reported as unsupported); "
+        "`module:function`; an object with `reset(view, seed)` and `act(view)` (an RLlib "
+        "module: wrap its forward pass as "
+        "`ddl_gym.agents.external.EnvModelPolicy(predict, env_kwargs, env_id)`); or a plain "
+        "`f(view) -> Action`. Each finished (case, seed) is one JSON file in `--out`; "
+        "Ctrl-C keeps them and `--resume` skips them; `--backend ray` runs the runs as Ray "
+        "tasks. `ddl-gym benchmark datasets --split train` records every heuristic's "
+        "episodes as Minari datasets (the `datasets` extra).",
+        "",
         "## Protocol",
         "",
         f"* Suite `{suite.name}`, content hash `{suite_hash(suite)}` (pinned in "
