@@ -1,9 +1,16 @@
-"""Benchmarks: simulator speed and memory, env steps per second (``ddl_gym.bench``).
+"""Benchmarks: simulator speed and memory, env steps per second (``ddl_gym.bench``);
+with ``--suite``, the CPU cost of a benchmark suite split per policy
+(``ddl_gym.benchmarks.cost``).
 
 python scripts/bench.py [--repeat 5] [--env-steps 100000]
+python scripts/bench.py --suite ddl-gym-v1 [--split test] [--policies fifo,dally]
 """
 
-from ddl_gym.bench import main
+import sys
 
 if __name__ == "__main__":
+    if "--suite" in sys.argv[1:]:
+        from ddl_gym.benchmarks.cost import main
+    else:
+        from ddl_gym.bench import main
     main()

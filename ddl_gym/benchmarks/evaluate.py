@@ -1,0 +1,201 @@
+"""Score any scheduler on a suite split with one call.
+
+    from ddl_gym.benchmarks import evaluate
+    scores = evaluate("tiresias", suite="ddl-gym-v1", split="test")
+    scores = evaluate(my_policy, out_dir="runs/bench/mine", resume=True)
+    scores.card()            # per case: mean / p95 JCT, makespan, comm, preemptions
+
+Each finished (case, seed) is written at once as one JSON file in
+``out_dir`` (atomically: a file is either whole or absent), so Ctrl-C keeps
+every finished run and ``resume=True`` skips them next time. ``backend="ray"``
+runs the (case, seed) runs as Ray tasks (string policy specs only: each task
+rebuilds the policy from its name).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ddl_gym.benchmarks.policies import PolicySpec, resolve_policy
+from ddl_gym.benchmarks.runner import OK, run_case
+from ddl_gym.benchmarks.suite import Case, get_suite
+
+CARD_COLUMNS = ("mean_jct_s", "p95_jct_s", "makespan_s", "comm_overhead", "preemptions")
+
+
+@dataclass(frozen=True)
+class Scores:
+    """One policy's records on a suite split: one row per (case, seed) it
+    ran; ``unsupported``: the (case, seed) runs whose cluster it cannot act
+    on, with the reason."""
+
+    policy: str
+    suite: str
+    split: str
+    records: pd.DataFrame
+    unsupported: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def card(self) -> pd.DataFrame:
+        """The score card: per case, the mean over seeds of each metric."""
+        cols = [*CARD_COLUMNS, "multi_server_comm_overhead"]
+        return self.records.groupby(["family", "case"], sort=False)[cols].mean().reset_index()
+
+    def mean_jct_s(self) -> float:
+        return float(self.records["mean_jct_s"].mean())
+
+
+def slug(name: str) -> str:
+    """A file-name-safe form of a policy name."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "policy"
+
+
+def result_path(out_dir: Path, case: Case, seed: int) -> Path:
+    return out_dir / f"{case.name}__seed{seed}.json"
+
+
+def _write_atomic(path: Path, record: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None  # a damaged file counts as not done
+
+
+def run_one(policy: str, suite: str, case: str, seed: int) -> dict[str, Any]:
+    """One run from plain arguments (what a Ray task calls)."""
+    s = get_suite(suite)
+    return run_case(resolve_policy(policy), s.case(case), seed, suite=suite)
+
+
+def evaluate(
+    policy: Any,
+    suite: str = "ddl-gym-v1",
+    split: str = "test",
+    seeds: Sequence[int] | None = None,
+    out_dir: str | Path | None = None,
+    resume: bool = False,
+    progress: bool = True,
+    quick: bool = False,
+    name: str | None = None,
+    cases: Sequence[str] | None = None,
+    backend: str = "local",
+    env_id: str | None = None,
+    env_kwargs: Mapping[str, Any] | None = None,
+) -> Scores:
+    """Run ``policy`` on every case of ``split`` (``quick``: the quick
+    sub-suite) for the case's seeds (or ``seeds``) and return its
+    :class:`Scores`.
+
+    ``policy``: anything :func:`~ddl_gym.benchmarks.policies.resolve_policy`
+    takes (a heuristic name, ``"agent"``, ``"agent:PATH"``,
+    ``"module:function"``, a Policy object, a plain ``f(view) -> Action``).
+    ``name`` overrides the name in the records. ``out_dir``: one JSON file per
+    finished (case, seed); ``resume``: reuse those already there. ``cases``:
+    only these case names. ``env_id`` / ``env_kwargs``: for an SB3 zip
+    without a saved config (``"agent:PATH"``), the env it was trained on; it
+    runs only on cases of that cluster shape (the others are listed in
+    ``Scores.unsupported``).
+    """
+    spec: PolicySpec = resolve_policy(policy, name, env_id=env_id, env_kwargs=env_kwargs)
+    the_suite = get_suite(suite)
+    chosen = the_suite.select(split, quick=quick)
+    if cases is not None:
+        unknown = set(cases) - {c.name for c in chosen}
+        if unknown:
+            raise ValueError(f"no such case in {suite} {split}: {sorted(unknown)}")
+        chosen = tuple(c for c in chosen if c.name in set(cases))
+    out = Path(out_dir) if out_dir is not None else None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+    runs = [(c, s) for c in chosen for s in (seeds if seeds is not None else c.seeds)]
+
+    records: dict[int, dict[str, Any]] = {}
+    todo: list[int] = []
+    for i, (case, seed) in enumerate(runs):
+        done = _read(result_path(out, case, seed)) if (out is not None and resume) else None
+        if done is not None and done.get("policy") == spec.name:
+            records[i] = done
+        else:
+            todo.append(i)
+
+    def keep(i: int, record: dict[str, Any]) -> None:
+        records[i] = record
+        if out is not None:
+            case, seed = runs[i]
+            _write_atomic(result_path(out, case, seed), record)
+
+    if backend == "ray":
+        if not isinstance(policy, str):
+            raise ValueError("backend='ray' needs a policy given by name (a string spec)")
+        from ddl_gym.experiments.ray_backend import run_cells
+
+        cells = [
+            {"policy": policy, "suite": suite, "case": runs[i][0].name, "seed": runs[i][1]}
+            for i in todo
+        ]
+        run_cells(run_one, cells, on_result=lambda j, r: keep(todo[j], r | {"policy": spec.name}))
+    elif backend == "local":
+        bar = _bar(len(runs), len(runs) - len(todo), spec.name, progress)
+        try:
+            for i in todo:
+                case, seed = runs[i]
+                if bar is not None:
+                    bar.set_postfix_str(f"{case.name} s{seed}")
+                keep(i, run_case(spec, case, seed, suite=suite))
+                if bar is not None:
+                    bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+    else:
+        raise ValueError(f"unknown backend {backend!r}: 'local' or 'ray'")
+    return _scores(
+        spec.name, suite, "quick" if quick else split, [records[i] for i in sorted(records)]
+    )
+
+
+def _scores(policy: str, suite: str, split: str, rows: list[dict[str, Any]]) -> Scores:
+    frame = pd.DataFrame(rows)
+    if frame.empty or "status" not in frame:
+        return Scores(policy, suite, split, frame)
+    ok = frame["status"] == OK
+    return Scores(
+        policy,
+        suite,
+        split,
+        frame[ok].reset_index(drop=True),
+        frame.loc[~ok].reindex(columns=["case", "seed", "reason"]).reset_index(drop=True),
+    )
+
+
+def _bar(total: int, initial: int, name: str, show: bool):
+    if not show:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, desc=name, unit="run")
+
+
+def load_scores(out_dir: str | Path) -> list[Scores]:
+    """Every policy's records found under ``out_dir`` (one sub-folder per
+    policy, as ``ddl-gym benchmark evaluate`` and the leaderboard write them)."""
+    root = Path(out_dir)
+    found: list[Scores] = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        rows = [r for r in (_read(f) for f in sorted(folder.glob("*.json"))) if r is not None]
+        if rows:
+            found.append(_scores(str(rows[0]["policy"]), str(rows[0]["suite"]), "", rows))
+    return found

@@ -1,0 +1,434 @@
+"""The leaderboard: every heuristic (and the shipped agent) on a suite split,
+aggregated with rliable, written as ``docs/benchmark.md`` and a profile PNG.
+
+    ddl-gym benchmark leaderboard --suite ddl-gym-v1 --split test --agent
+
+Runs go to ``--out`` (one folder per policy, one JSON per finished case and
+seed; ``--resume`` reuses them). The page is generated whole: edit the text
+here, not in the page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ddl_gym.benchmarks import stats
+from ddl_gym.benchmarks.evaluate import evaluate, slug
+from ddl_gym.benchmarks.policies import HEURISTICS, ORACLES
+from ddl_gym.benchmarks.suite import Suite, get_suite, suite_hash
+
+COMMAND = "ddl-gym benchmark leaderboard --suite ddl-gym-v1 --split test --agent --resume"
+TAUS = np.geomspace(0.5, 30.0, 120)
+
+
+def run_policies(
+    policies: Sequence[str],
+    suite: str,
+    split: str,
+    out_dir: Path,
+    resume: bool = True,
+    progress: bool = True,
+    quick: bool = False,
+) -> pd.DataFrame:
+    """Every policy's records (one row per policy, case and seed)."""
+    frames = []
+    for policy in policies:
+        scores = evaluate(
+            policy,
+            suite=suite,
+            split=split,
+            out_dir=out_dir / slug(policy),
+            resume=resume,
+            progress=progress,
+            quick=quick,
+        )
+        frames.append(scores.records)
+    return pd.concat([f for f in frames if not f.empty], ignore_index=True)
+
+
+def _ci(x: float, lo: float, hi: float, fmt: str = "{:.3f}") -> str:
+    return f"{fmt.format(x)} [{fmt.format(lo)}, {fmt.format(hi)}]"
+
+
+def _label(policy: str) -> str:
+    return f"{policy} (oracle)" if policy in ORACLES else policy
+
+
+def _matrices(norm: pd.DataFrame, cases: Sequence[str]) -> dict[str, np.ndarray]:
+    return {
+        p: stats.score_matrix(g, cases)[0]
+        for p, g in norm.groupby("policy", sort=False)
+        if set(cases) <= set(g["case"])
+    }
+
+
+def design_table(records: pd.DataFrame, baseline: pd.Series) -> pd.DataFrame:
+    """Per case: best and worst non-oracle heuristic (mean over seeds), the
+    spread (worst / best - 1) and the network effect (the largest comm
+    overhead of multi-server jobs among the heuristics)."""
+    h = records[records["policy"].isin(HEURISTICS)]
+    per = h.groupby(["case", "policy"], sort=False)["mean_jct_s"].mean().unstack("policy")
+    net = h.groupby("case", sort=False)["multi_server_comm_overhead"].max()
+    multi = h.groupby("case", sort=False)["multi_server_jobs"].mean()
+    rows = []
+    for case in dict.fromkeys(h["case"]):
+        jct = per.loc[case].dropna()
+        rows.append(
+            {
+                "case": case,
+                "best": jct.idxmin(),
+                "best JCT (h)": jct.min() / 3600,
+                "worst": jct.idxmax(),
+                "worst JCT (h)": jct.max() / 3600,
+                "spread": jct.max() / jct.min() - 1,
+                "multi-server jobs": multi.loc[case],
+                "comm overhead of multi-server jobs": net.loc[case],
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def markdown_table(frame: pd.DataFrame, formats: dict[str, str] | None = None) -> str:
+    formats = formats or {}
+    cols = list(frame.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for _, row in frame.iterrows():
+        cells = []
+        for c in cols:
+            v = row[c]
+            if isinstance(v, float):
+                cells.append(formats.get(c, "{:.3g}").format(v))
+            else:
+                cells.append(str(v))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def build_report(
+    records: pd.DataFrame,
+    suite: Suite,
+    split: str,
+    img_path: Path | None = None,
+    img_link: str | None = None,
+    reps: int = stats.REPS,
+    other_splits: dict[str, pd.DataFrame] | None = None,
+) -> str:
+    """The leaderboard page (markdown) for ``records`` of ``split``;
+    ``other_splits``: heuristic records of other splits, for their "why each
+    case is in" tables."""
+    baseline = stats.baseline_jct(records)
+    norm = stats.normalised(records, baseline)
+    cases = list(dict.fromkeys(c.name for c in suite.select(split)))
+    cases = [c for c in cases if c in set(norm["case"])]
+    mats = _matrices(norm, cases)
+    table, method = stats.aggregate_table(mats, reps)
+    jct_h = records.groupby("policy")["mean_jct_s"].mean() / 3600
+    overall = pd.DataFrame(
+        {
+            "policy": [_label(p) for p in table["policy"]],
+            "IQM [95% CI]": [_ci(r["IQM"], r["IQM lo"], r["IQM hi"]) for _, r in table.iterrows()],
+            "mean [95% CI]": [
+                _ci(r["mean"], r["mean lo"], r["mean hi"]) for _, r in table.iterrows()
+            ],
+            "median": table["median"],
+            "optimality gap [95% CI]": [
+                _ci(r["optimality gap"], r["optimality gap lo"], r["optimality gap hi"])
+                for _, r in table.iterrows()
+            ],
+            "mean JCT (h), all runs": [jct_h[p] for p in table["policy"]],
+        }
+    )
+    # per family: IQM of the family's cases (runs x cases of that family)
+    fam_of = {c.name: c.family for c in suite.select(split)}
+    fam_rows = []
+    families = list(dict.fromkeys(fam_of[c] for c in cases))
+    fam_points: dict[str, dict[str, str]] = {p: {} for p in table["policy"]}
+    for fam in families:
+        fcases = [c for c in cases if fam_of[c] == fam]
+        fmats = {p: m[:, [cases.index(c) for c in fcases]] for p, m in mats.items()}
+        ft, _ = stats.aggregate_table(fmats, reps)
+        for _, r in ft.iterrows():
+            fam_points[r["policy"]][fam] = _ci(r["IQM"], r["IQM lo"], r["IQM hi"], "{:.2f}")
+    for p in table["policy"]:
+        fam_rows.append({"policy": _label(p)} | {f: fam_points[p].get(f, "") for f in families})
+    per_family = pd.DataFrame(fam_rows)
+
+    challengers = [p for p in table["policy"] if p not in HEURISTICS][:4]
+    top = [p for p in table["policy"] if p in HEURISTICS][:2]
+    imp = stats.improvement_table(mats, HEURISTICS, reps, policies=challengers + top)
+    imp_tab = pd.DataFrame(
+        {
+            "policy": [_label(p) for p in imp["policy"]],
+            "over": imp["over"],
+            "P(improvement) [95% CI]": [
+                _ci(r["P"], r["P lo"], r["P hi"], "{:.2f}") for _, r in imp.iterrows()
+            ],
+        }
+    )
+    cards = stats.score_cards(records)
+    cards = cards[cards["case"].isin(cases)]
+    best = baseline.attrs["best"]
+    card_lines = []
+    for case in cases:
+        c = cards[cards["case"] == case].set_index("policy")
+        c = c.assign(normalised=c["mean_jct_s"] / baseline[case]).sort_values("normalised")
+        frame = pd.DataFrame(
+            {
+                "policy": [_label(p) for p in c.index],
+                "normalised": c["normalised"],
+                "mean JCT (h)": c["mean_jct_s"] / 3600,
+                "p95 JCT (h)": c["p95_jct_s"] / 3600,
+                "makespan (h)": c["makespan_s"] / 3600,
+                "comm overhead": c["comm_overhead"],
+                "preemptions": c["preemptions"],
+            }
+        )
+        card_lines.append(f"#### {case}\n\nbest non-oracle heuristic: {best[case]}\n")
+        formats = {
+            "normalised": "{:.3f}",
+            "mean JCT (h)": "{:.2f}",
+            "p95 JCT (h)": "{:.1f}",
+            "makespan (h)": "{:.0f}",
+            "comm overhead": "{:.3f}",
+            "preemptions": "{:.0f}",
+        }
+        card_lines.append(markdown_table(frame, formats) + "\n")
+
+    design = design_table(records[records["case"].isin(cases)], baseline)
+    if img_path is not None:
+        taus = TAUS
+        points, cis = stats.performance_profile(mats, taus, reps=min(reps, 1000))
+        labelled = {_label(p): v for p, v in points.items()}
+        labelled_ci = {_label(p): v for p, v in cis.items()}
+        stats.plot_performance_profiles(
+            labelled,
+            labelled_ci,
+            taus,
+            str(img_path),
+            title=f"{suite.name} {split}: performance profiles (95% CIs)",
+        )
+    cpu = records.groupby("policy")["cpu_s"].sum()
+    others = {
+        name: design_table(rec, stats.baseline_jct(rec))
+        for name, rec in (other_splits or {}).items()
+    }
+    return _page(
+        suite,
+        split,
+        method,
+        reps,
+        overall,
+        per_family,
+        imp_tab,
+        design,
+        "\n".join(card_lines),
+        img_link,
+        cpu,
+        records,
+        others,
+    )
+
+
+def _page(
+    suite: Suite,
+    split: str,
+    method: str,
+    reps: int,
+    overall: pd.DataFrame,
+    per_family: pd.DataFrame,
+    imp: pd.DataFrame,
+    design: pd.DataFrame,
+    cards: str,
+    img_link: str | None,
+    cpu: pd.Series,
+    records: pd.DataFrame,
+    others: dict[str, pd.DataFrame],
+) -> str:
+    cases = suite.select(split)
+    case_rows = pd.DataFrame(
+        {
+            "case": [c.name for c in cases],
+            "family": [c.family for c in cases],
+            "workload": [_workload_text(c) for c in cases],
+            "cluster": [f"{c.shape} {c.fabric}" for c in cases],
+            "congestion": [c.congestion for c in cases],
+            "seeds": [",".join(map(str, c.seeds)) for c in cases],
+            "disjoint from the other splits": [c.disjoint for c in cases],
+        }
+    )
+    n_runs = len(records.drop_duplicates(["case", "seed"]))
+    parts = [
+        f"# Benchmark: {suite.name}",
+        "",
+        "<!-- generated by ddl_gym.benchmarks.leaderboard: do not edit by hand -->",
+        "",
+        f"Regenerate this page (and `docs/img/benchmark_profile.png`) with:\n\n    {COMMAND}\n",
+        "Score your own scheduler on the same cases with one call "
+        '(`ddl_gym.benchmarks.evaluate(policy, suite="ddl-gym-v1", split="test")`, or '
+        "`ddl-gym benchmark evaluate --policy NAME|agent:PATH|module:function`); "
+        "`ddl-gym benchmark show` lists the cases and the suite's hash.",
+        "",
+        "What `policy` may be: a heuristic name; `agent` (the shipped model); "
+        "`agent:PATH`, a model saved by `ddl_gym.agents.train` or any SB3 / sb3-contrib zip "
+        "(with `env_id` / `env_kwargs`, or `--env-id` / `--env-kwargs`, naming the env it "
+        "was trained on: such a model observes one row per server, so it runs on the cases "
+        "of its cluster shape and the others are reported as unsupported); "
+        "`module:function`; an object with `reset(view, seed)` and `act(view)` (an RLlib "
+        "module: wrap its forward pass as "
+        "`ddl_gym.agents.external.EnvModelPolicy(predict, env_kwargs, env_id)`); or a plain "
+        "`f(view) -> Action`. Each finished (case, seed) is one JSON file in `--out`; "
+        "Ctrl-C keeps them and `--resume` skips them; `--backend ray` runs the runs as Ray "
+        "tasks. `ddl-gym benchmark datasets --split train` records every heuristic's "
+        "episodes as Minari datasets (the `datasets` extra).",
+        "",
+        "## Protocol",
+        "",
+        f"* Suite `{suite.name}`, content hash `{suite_hash(suite)}` (pinned in "
+        "`tests/test_benchmarks.py`; a changed case means a new suite version). "
+        "Splits: train (for your training), validation (for choosing models), "
+        "test (report only this).",
+        f"* {split} split: {len(cases)} cases x their seeds = {n_runs} runs per policy.",
+        "* **Normalised score** of a policy on a case: its mean JCT (mean over the case's "
+        "seeds) / the best non-oracle heuristic's mean JCT on that case: a ratio of "
+        "means, 1.0 = as good as the best heuristic there, **lower is better**. Oracles "
+        "(sjf, srtf) read true job sizes and are never the baseline.",
+        "* **Aggregates** over the (seeds x cases) score matrix, as rliable defines them "
+        "(Agarwal et al., NeurIPS 2021; `rliable.metrics`): interquartile mean (IQM), mean, "
+        "median (of per-case means) and optimality gap (mean of max(score - 1, 0): how far "
+        "above the best heuristic), with 95% percentile confidence intervals from a "
+        f"stratified bootstrap ({method}, {reps} resamples: rliable's `StratifiedBootstrap` "
+        "with `task_bootstrap=True`, written out in `ddl_gym.benchmarks.stats` because "
+        "`rliable.library` does not run with the `arch` releases that import under pandas 3). "
+        "Probability of improvement: that a run of the policy has a lower score than a run "
+        "of the other on the same case (ties count half), averaged over cases.",
+        "* Heuristics run with their own engine settings (`engine_kwargs()`); every "
+        "non-oracle policy is non-clairvoyant.",
+        "",
+        "## Leaderboard (normalised mean JCT, lower is better)",
+        "",
+        markdown_table(overall, {"median": "{:.3f}", "mean JCT (h), all runs": "{:.1f}"}),
+        "",
+    ]
+    if img_link:
+        parts += [
+            "Performance profiles: the fraction of runs whose normalised score is at most "
+            "tau (higher and further left is better), with 95% CIs.",
+            "",
+            f"![performance profiles]({img_link})",
+            "",
+        ]
+    design_formats = {
+        "best JCT (h)": "{:.2f}",
+        "worst JCT (h)": "{:.2f}",
+        "spread": "{:.2f}",
+        "multi-server jobs": "{:.0f}",
+        "comm overhead of multi-server jobs": "{:.2f}",
+    }
+    parts += [
+        "## Per family (IQM of the normalised score [95% CI])",
+        "",
+        markdown_table(per_family),
+        "",
+        "## Probability of improvement over each heuristic",
+        "",
+        "For the non-heuristic rows and the two best heuristics.",
+        "",
+        markdown_table(imp),
+        "",
+        f"## Cases of the {split} split",
+        "",
+        markdown_table(case_rows),
+        "",
+        "### Why each case is in (it discriminates)",
+        "",
+        "A case where every policy ties measures nothing. Spread: worst / best non-oracle "
+        "heuristic mean JCT - 1 (the test requires >= 0.10); network effect: the largest, "
+        "over the heuristics, ratio of exposed communication to compute time of the jobs "
+        "that ran on more than one server.",
+        "",
+        markdown_table(design, design_formats),
+        "",
+        "CPU time of the whole split per policy (s, simulation only): "
+        + ", ".join(f"{p} {v:.0f}" for p, v in cpu.sort_values().items())
+        + ".",
+        "",
+    ]
+    for name, table in others.items():
+        parts += [
+            f"The {name} cases, by the same measure (heuristics only; seeds as listed by "
+            "`ddl-gym benchmark show`):",
+            "",
+            markdown_table(table, design_formats),
+            "",
+        ]
+    parts += [
+        "## Score cards per case (means over seeds)",
+        "",
+        cards,
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def _workload_text(case: Any) -> str:
+    w = case.workload
+    src = w.source.rsplit("/", 1)[-1]
+    bits = [src]
+    if w.part != (0.0, 1.0):
+        bits.append(f"jobs {w.part[0]:.0%}-{w.part[1]:.0%}")
+    if w.head is not None:
+        bits.append(f"first {w.head}")
+    if w.seed_offset:
+        bits.append(f"seed +{w.seed_offset}")
+    if w.catalogue_iter_time:
+        bits.append("catalogue iteration times")
+    bits.append(f"arrivals x{w.arrival_scale:g}")
+    return ", ".join(bits)
+
+
+def write_leaderboard(
+    suite_name: str = "ddl-gym-v1",
+    split: str = "test",
+    out_dir: str | Path = "runs/benchmark",
+    doc: str | Path = "docs/benchmark.md",
+    img: str | Path = "docs/img/benchmark_profile.png",
+    agent: bool = False,
+    extra: Sequence[str] = (),
+    design_splits: Sequence[str] = ("validation",),
+    resume: bool = True,
+    progress: bool = True,
+    quick: bool = False,
+    reps: int = stats.REPS,
+) -> Path:
+    """Run every heuristic and oracle (+ the shipped agent, + ``extra``
+    policy specs) on ``split``, and the heuristics on ``design_splits``, and
+    write the page; returns its path."""
+    suite = get_suite(suite_name)
+    policies = [*HEURISTICS, *ORACLES, *(["agent"] if agent else []), *extra]
+    out = Path(out_dir) / suite_name / ("quick" if quick else split)
+    records = run_policies(policies, suite_name, split, out, resume, progress, quick)
+    other_splits = {}
+    if not quick:
+        for name in design_splits:
+            other = Path(out_dir) / suite_name / name
+            recs = run_policies(HEURISTICS, suite_name, name, other, resume, progress)
+            other_splits[name] = recs
+    doc_path, img_path = Path(doc), Path(img)
+    img_path.parent.mkdir(parents=True, exist_ok=True)
+    split_name = split
+    if quick:
+        suite = Suite(suite.name, suite.quick, suite.quick)
+        records = records.assign(split="test")
+        split_name = "test"
+    try:
+        link = str(img_path.resolve().relative_to(doc_path.resolve().parent))
+    except ValueError:
+        link = str(img_path.resolve())
+    page = build_report(records, suite, split_name, img_path, link, reps, other_splits)
+    doc_path.parent.mkdir(parents=True, exist_ok=True)
+    doc_path.write_text(page)
+    return doc_path
