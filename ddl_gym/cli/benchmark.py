@@ -85,6 +85,31 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         description="One Minari dataset per (case, heuristic), one episode per seed, in the "
         "Gymnasium env with windows K and M (needs the datasets extra: minari, pyarrow).",
     )
+    _dataset_args(ds)
+
+    sh = actions.add_parser("show", help="list a suite's cases and its hash")
+    sh.add_argument("--suite", default=DEFAULT_SUITE)
+    sh.add_argument("--split", default="all", help="train, validation, test or all")
+    sh.add_argument("--quick", action="store_true", help="the quick sub-suite")
+    sh.set_defaults(func=cmd_show)
+    return p
+
+
+def register_datasets(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """``ddl-gym datasets build``: the same as ``ddl-gym benchmark datasets``."""
+    p = sub.add_parser(
+        "datasets",
+        help="offline-RL datasets of a suite split (Minari)",
+        description="Record every heuristic's episodes on a benchmark split as Minari "
+        "datasets (the same as `ddl-gym benchmark datasets`).",
+    )
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    build = actions.add_parser("build", help="record the datasets")
+    _dataset_args(build)
+    return p
+
+
+def _dataset_args(ds: argparse.ArgumentParser) -> None:
     ds.add_argument("--suite", default=DEFAULT_SUITE)
     ds.add_argument("--split", default="train", choices=("train", "validation", "test"))
     ds.add_argument("--quick", action="store_true", help="the quick sub-suite")
@@ -94,13 +119,6 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     ds.add_argument("-K", type=int, default=32, help="pending-job window of the env")
     ds.add_argument("-M", type=int, default=32, help="running-job window of the env")
     ds.set_defaults(func=cmd_datasets)
-
-    sh = actions.add_parser("show", help="list a suite's cases and its hash")
-    sh.add_argument("--suite", default=DEFAULT_SUITE)
-    sh.add_argument("--split", default="all", help="train, validation, test or all")
-    sh.add_argument("--quick", action="store_true", help="the quick sub-suite")
-    sh.set_defaults(func=cmd_show)
-    return p
 
 
 def _suite_args(p: argparse.ArgumentParser) -> None:

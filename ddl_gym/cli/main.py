@@ -4,6 +4,7 @@
     ddl-gym simulate -s small -p fifo       # one policy, one workload, a run folder
     ddl-gym compare -s default --quick      # the policy x congestion x seed grid
     ddl-gym traces inspect seed-week        # statistics of a workload
+    ddl-gym benchmark evaluate --policy P   # score a scheduler on the ddl-gym-v1 test split
     ddl-gym <command> --help                # options and examples of each command
 
 User errors (unknown names, missing files, malformed TOML) print one line and
@@ -18,6 +19,7 @@ import sys
 from collections.abc import Sequence
 
 from ddl_gym.cli import bench as cli_bench
+from ddl_gym.cli import benchmark as cli_benchmark
 from ddl_gym.cli import calibrate as cli_calibrate
 from ddl_gym.cli import evaluate as cli_evaluate
 from ddl_gym.cli import scenarios as cli_scenarios
@@ -44,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     cli_calibrate.register(sub)
     cli_traces.register(sub)
     cli_bench.register(sub)
+    cli_benchmark.register(sub)
+    cli_benchmark.register_datasets(sub)
     return p
 
 
