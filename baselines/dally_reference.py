@@ -124,9 +124,16 @@ class ReferenceDally(BasePolicy):
     @classmethod
     def like(cls, fast: DallyPolicy) -> ReferenceDally:
         """The reference twin of a ``DallyPolicy`` (same parameters)."""
-        keep = ("rack_timer", "network_timer", "preempt", "auto_tune", "lease_s", "window_h")
-        params = {name: getattr(fast, name) for name in keep}
-        return cls(**params, margin=fast.margin, name=f"{fast.name}-reference")
+        same = (
+            "rack_timer",
+            "network_timer",
+            "preempt",
+            "auto_tune",
+            "lease_s",
+            "window_h",
+            "margin",
+        )
+        return cls(**{p: getattr(fast, p) for p in same}, name=f"{fast.name}-reference")
 
     def __post_init__(self) -> None:
         self.tuner = AutoTuner(self.window_h)
@@ -157,6 +164,7 @@ class ReferenceDally(BasePolicy):
             return NETWORK
         rack_timer, network_timer = self.timers(job.gpus, view.now)
         waited = view.waited(job) / self.lease_s  # since arrival or preemption
+        # (- EPS: at its wake-up, a hair short of the timer by rounding, it is due)
         if job.gpus <= cluster.gpus_per_server and waited < rack_timer - EPS:
             return MACHINE
         if waited < network_timer - EPS:
@@ -201,7 +209,7 @@ class ReferenceDally(BasePolicy):
         for job in expired:
             for server, g in job.placement:
                 pool[server] += g
-        offered = sorted(
+        offered = sorted(  # ascending efficiency, ties to the earlier arrival
             (eff, job.arrival, job.index, job)
             for eff, job in zip(view.efficiencies(expired), expired, strict=True)
         )
@@ -236,7 +244,7 @@ class ReferenceDally(BasePolicy):
                 self._losers = self.reoffer(view)
                 # Nothing but leases expired and nobody lost: the GPUs are as
                 # at the last decision point, where nothing fit, so no
-                # placement pass (as the fast policy; it matters when a wait
+                # placement pass (as the fast policy; it matters e.g. when a wait
                 # leaving the tuner's window lowered a timer in between: the
                 # job then starts at the next event, not at this expiry).
                 if not self._losers and all(kind == "lease" for kind, _ in view.events):
