@@ -4,6 +4,8 @@
 arguments override the policy's parameters. Each policy has a ``name``,
 ``reset(view, seed=None)``, ``act(view)`` and ``engine_kwargs()`` (the engine
 settings it needs, which ``ddl_gym.experiments.grid`` merges into ``simulate``).
+``make_policy(name, reference=True)`` builds a Dally variant's reference twin
+(``dally_reference.ReferenceDally``: the same results, written to be read).
 
 ==============  ==============================================================
 name            policy
@@ -34,6 +36,7 @@ from typing import Any
 from .common import DEFAULT_ENGINE_KWARGS, BasePolicy
 from .consolidation import ConsolidationPolicy
 from .dally import AutoTuner, DallyPolicy
+from .dally_reference import ReferenceDally
 from .fifo import FifoPolicy
 from .gandiva import GandivaPolicy
 from .random_policy import RandomPolicy
@@ -63,13 +66,19 @@ _FACTORIES: dict[str, Callable[..., BasePolicy]] = {
 POLICY_NAMES: tuple[str, ...] = tuple(_FACTORIES)
 
 
-def make_policy(name: str, **kwargs: Any) -> BasePolicy:
-    """A fresh policy by registry name (see ``POLICY_NAMES``)."""
+def make_policy(name: str, reference: bool = False, **kwargs: Any) -> BasePolicy:
+    """A fresh policy by registry name (see ``POLICY_NAMES``); ``reference``:
+    the reference twin of a Dally variant (``ReferenceDally``)."""
     try:
         factory = _FACTORIES[name]
     except KeyError:
         raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICY_NAMES)}") from None
-    return factory(**kwargs)
+    policy = factory(**kwargs)
+    if not reference:
+        return policy
+    if not isinstance(policy, DallyPolicy):
+        raise ValueError(f"no reference version of {name!r}: only of the Dally variants")
+    return ReferenceDally.like(policy)
 
 
 __all__ = [
@@ -82,6 +91,7 @@ __all__ = [
     "FifoPolicy",
     "GandivaPolicy",
     "RandomPolicy",
+    "ReferenceDally",
     "SjfPolicy",
     "SrtfPolicy",
     "TiresiasPolicy",
