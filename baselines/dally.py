@@ -311,7 +311,13 @@ class DallyPolicy(BasePolicy):
     matter to it (``LeaseHints``) is worked out by ``dally_hints.DallyHints``,
     which reads its rules and queue and asks its dry runs (``lease_matters``:
     the re-offer at a lease boundary; ``wake_matters``: the placement pass at
-    a wake-up)."""
+    a wake-up).
+
+    Its caches and shortcuts only make it fast: it equals, bit for bit,
+    ``dally_reference.ReferenceDally`` (the same rules in plain view, eager
+    leases, no caches; ``make_policy(name, reference=True)``), which
+    ``tests/test_dally_reference.py`` checks on every Dally golden cell and on
+    seeded synthetic traces."""
 
     rack_timer: float = 1.0
     network_timer: float = 2.0
