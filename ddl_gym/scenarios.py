@@ -262,7 +262,8 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario(
             name="small",
             description="16 synthetic jobs on 16 NVSwitch/InfiniBand GPUs (2x2x4): seconds, "
-            "for smoke tests and placement timelines",
+            "for smoke tests and placement timelines (no job crosses a rack, so congestion "
+            "changes nothing; rank schedulers with `ddl-gym benchmark`)",
             trace="synthetic",
             # the same workload as the ddl_gym/Small-v0 env
             synthetic=dict(ENV_VARIANTS["ddl_gym/Small-v0"]["trace"]),
@@ -304,7 +305,9 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario(
             name="philly-week-512",
             description="the Philly week (5,869 jobs) on 512 NVSwitch/InfiniBand GPUs, "
-            "moderate congestion (needs the data dir)",
+            "moderate congestion (needs the data dir): at its own arrival rate nothing "
+            "queues and every policy ties; for simulator speed, not for ranking schedulers "
+            "(the ddl-gym-v1 suite's philly cases scale the arrivals)",
             trace="philly-week",
             cluster="nvswitch512",
             congestion="moderate",

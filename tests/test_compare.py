@@ -225,3 +225,25 @@ def test_oracles_are_clairvoyant_and_labelled_and_the_rest_are_not():
     assert "Clairvoyant: only srtf, labelled (oracle)" in text
     # an explicit choice wins over the policy's: non-clairvoyant SRTF is no oracle
     assert not wgrid.is_clairvoyant(wgrid.policy_from_name("srtf"), {"clairvoyant": False})
+
+
+def test_tie_note_names_groups_where_every_policy_ties():
+    from ddl_gym.experiments.grid import tie_note
+
+    rows = [
+        # philly-week/none: two policies, two seeds, the same numbers -> a tie
+        ("fifo", "philly-week", "none", 0, 10.0, 2.0),
+        ("dally", "philly-week", "none", 0, 10.0, 2.0),
+        ("fifo", "philly-week", "none", 1, 12.0, 3.0),
+        ("dally", "philly-week", "none", 1, 12.0, 3.0),
+        # default/heavy: mean JCT differs -> no tie
+        ("fifo", "default", "heavy", 0, 10.0, 2.0),
+        ("dally", "default", "heavy", 0, 10.0, 2.5),
+        # one policy alone is no tie
+        ("fifo", "small", "none", 0, 1.0, 1.0),
+    ]
+    cols = ["policy", "workload", "congestion", "seed", "makespan_s", "mean_jct_s"]
+    note = tie_note(pd.DataFrame(rows, columns=cols))
+    assert note.count("\n") == 0
+    assert "all 2 policies tie on philly-week at congestion none" in note
+    assert tie_note(pd.DataFrame(rows[4:], columns=cols)) == ""

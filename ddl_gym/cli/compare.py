@@ -412,7 +412,7 @@ def run(args: argparse.Namespace) -> int:
         print("no cell finished")
         return 0 if complete else 130
     summary, jobs = frames(done)
-    from ddl_gym.experiments.grid import clairvoyance_note, label_policies
+    from ddl_gym.experiments.grid import clairvoyance_note, label_policies, tie_note
 
     table = label_policies(headline(summary, (*KEYS, "clairvoyant")))
     if grid.workloads is not None:
@@ -420,6 +420,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(text_table(table))
         print(clairvoyance_note(summary))
+    ties = tie_note(summary)
+    if ties:
+        print(ties)
     if not complete:
         hint = f"; continue with: ddl-gym compare --resume {folder}" if folder else ""
         print(f"interrupted: {len(done)} of {n} cells finished{hint}")

@@ -183,6 +183,22 @@ def clairvoyance_note(df: pd.DataFrame) -> str:
     )
 
 
+def tie_note(summary: pd.DataFrame) -> str:
+    """A line per (workload, congestion) where every policy (two or more) has
+    the same makespan and mean JCT: such a workload does not queue enough for
+    the scheduler to matter, so it cannot rank schedulers ("" if none)."""
+    lines = []
+    for (workload, congestion), group in summary.groupby(["workload", "congestion"], sort=False):
+        per_policy = group.groupby("policy")[["makespan_s", "mean_jct_s"]].mean()
+        if len(per_policy) > 1 and (per_policy.nunique() == 1).all():
+            lines.append(
+                f"Note: all {len(per_policy)} policies tie on {workload} at congestion "
+                f"{congestion}: it does not queue enough to separate schedulers; rank them on "
+                "a benchmark suite instead (ddl-gym benchmark evaluate, docs/benchmark.md)."
+            )
+    return "\n".join(lines)
+
+
 def run_cell(
     policy: str,
     workload: str,
