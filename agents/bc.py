@@ -167,6 +167,54 @@ def collect(
     )
 
 
+def from_minari(dataset_ids: Sequence[str], gamma: float) -> Demonstrations:
+    """Teacher decisions read from Minari datasets (``ddl-gym datasets build``:
+    a heuristic's episodes in the ``ClusterEnv``, action masks in ``infos``)
+    instead of collected by running the teacher: every step of every episode,
+    observations flattened as ``FlattenClusterObs`` does, value targets the
+    discounted returns scaled as ``collect`` scales them."""
+    import minari
+    from ddl_gym.agents.envs import flatten_obs
+
+    obs_l: list[np.ndarray] = []
+    mask_l: list[np.ndarray] = []
+    act_l: list[np.ndarray] = []
+    ret_l: list[np.ndarray] = []
+    episodes = 0
+    for ident in dataset_ids:
+        data = minari.load_dataset(ident)
+        for ep in data.iterate_episodes():
+            steps = len(ep.actions)
+            if "action_mask" not in ep.infos:
+                raise ValueError(f"Minari dataset {ident}: episode {ep.id} has no action masks")
+            obs = ep.observations
+            keys = sorted(obs) if isinstance(obs, dict) else None
+            for t in range(steps):
+                row = {k: obs[k][t] for k in keys} if keys is not None else obs[t]
+                obs_l.append(flatten_obs(row))
+            mask_l.append(np.asarray(ep.infos["action_mask"][:steps], dtype=bool))
+            act_l.append(np.asarray(ep.actions, dtype=np.int64).reshape(steps))
+            ret_l.append(_episode_returns([float(r) for r in ep.rewards], gamma))
+            episodes += 1
+    if not obs_l:
+        raise ValueError(f"no steps in the Minari datasets {list(dataset_ids)}")
+    returns = np.concatenate(ret_l)
+    scale = float(returns.std()) or 1.0
+    actions = np.concatenate(act_l)
+    return Demonstrations(
+        obs=np.asarray(obs_l, dtype=np.float32),
+        masks=np.concatenate(mask_l),
+        actions=actions,
+        returns=(returns / scale).astype(np.float32),
+        stats={
+            "episodes": episodes,
+            "samples": len(actions),
+            "return_scale": scale,
+            "wait_share": float(np.mean(actions == 0)),
+        },
+    )
+
+
 def pretrain(policy, demos: Demonstrations, bc: BCConfig, seed: int) -> dict[str, float]:
     """Fit ``policy`` (a ``MaskableActorCriticPolicy``) to ``demos``; returns
     the final epoch's loss and the accuracy of its greedy action."""

@@ -122,6 +122,10 @@ class BCConfig:
     # a baseline name, e.g. "gandiva"; several, comma-separated
     # ("gandiva,tiresias"): each episode imitates the one best on its window
     teacher: str = ""
+    # Minari dataset ids (comma-separated; ``ddl-gym datasets build``) to
+    # imitate instead of running ``teacher``; their env must be the agent's
+    # (ClusterEnv with the same cluster, K and M; the dict observation)
+    datasets: str = ""
     samples: int = 30_000  # labelled teacher decisions
     max_episode_steps: int = 4_000  # per collected episode (whole traces are long)
     epochs: int = 8

@@ -198,9 +198,9 @@ def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: boo
     start = time.perf_counter()
     cpu0 = _cpu_s()
     bc_val: float | None = None
-    if cfg.bc.teacher and ckpt is None:
+    if (cfg.bc.teacher or cfg.bc.datasets) and ckpt is None:
         if not maskable:
-            raise ValueError("bc.teacher needs ppo.algo = 'maskable_ppo'")
+            raise ValueError("bc.teacher / bc.datasets need ppo.algo = 'maskable_ppo'")
         bc_val = warm_start(cfg, model, parts["train"], eval_env, len(val), out)
 
     done = model.num_timesteps
@@ -271,11 +271,21 @@ def warm_start(
     policy; saves ``bc.zip`` (also the best model until PPO beats it on
     validation) and ``bc_stats.json`` (not ``bc.json``: ``load_policy`` would
     read that as the model's config); returns its validation mean return."""
-    from ddl_gym.agents.bc import collect, pretrain
+    from ddl_gym.agents.bc import collect, from_minari, pretrain
     from sb3_contrib.common.maskable.evaluation import evaluate_policy
 
     cpu0 = _cpu_s()
-    demos = collect(cfg.env, train_parts, cfg.bc, cfg.ppo.gamma, cfg.seed)
+    if cfg.bc.datasets:
+        ids = [d.strip() for d in cfg.bc.datasets.split(",") if d.strip()]
+        demos = from_minari(ids, cfg.ppo.gamma)
+        want = model.policy.observation_space.shape
+        if demos.obs.shape[1:] != want:
+            raise ValueError(
+                f"Minari datasets {ids}: observations of shape {demos.obs.shape[1:]}, the "
+                f"agent's are {want} (record them with the agent's cluster, K and M)"
+            )
+    else:
+        demos = collect(cfg.env, train_parts, cfg.bc, cfg.ppo.gamma, cfg.seed)
     cpu_collect = _cpu_s() - cpu0
     print(f"bc: {demos.stats} ({cpu_collect:.0f} CPU-s)", flush=True)
     fit = pretrain(model.policy, demos, cfg.bc, cfg.seed)
@@ -289,6 +299,7 @@ def warm_start(
     cpu_val = _cpu_s() - cpu0 - cpu_collect - cpu_fit
     report = {
         "teacher": cfg.bc.teacher,
+        "datasets": cfg.bc.datasets,
         **demos.stats,
         **fit,
         "validation": float(mean),

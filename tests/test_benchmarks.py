@@ -389,3 +389,34 @@ def test_cli_evaluate_quick(data_dir, tmp_path, capsys):
     assert args.func(args) == 0
     assert len(list(out.glob("*.json"))) == len(get_suite().quick)
     assert "quick-tiresias-60@pcie16" in capsys.readouterr().out
+
+
+def test_behaviour_cloning_reads_a_minari_dataset(data_dir, tmp_path, monkeypatch):
+    """A heuristic's Minari dataset (masks in infos) feeds the agents' warm
+    start: ``agents.bc.from_minari`` gives demonstrations in the flattened
+    env's space, every action valid under its mask, and ``pretrain`` fits a
+    MaskablePPO policy on them better than chance."""
+    pytest.importorskip("minari")
+    pytest.importorskip("sb3_contrib")
+    from ddl_gym.agents.bc import from_minari, pretrain
+    from ddl_gym.agents.config import BCConfig
+    from ddl_gym.baselines import make_policy
+    from sb3_contrib import MaskablePPO
+
+    from ddl_gym.benchmarks.datasets import build_datasets, case_env
+    from ddl_gym.env.wrappers import FlattenClusterObs
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))
+    case = get_suite().quick[0]
+    (summary,) = build_datasets(
+        quick=True, cases=[case.name], policies=["fifo"], root=tmp_path, K=8, M=8, progress=False
+    )
+    demos = from_minari([summary.dataset_id], gamma=0.99)
+    assert len(demos.actions) == summary.steps
+    assert demos.masks[np.arange(len(demos.actions)), demos.actions].all()
+    env = FlattenClusterObs(case_env(case, case.seeds[0], make_policy("fifo"), 8, 8))
+    assert demos.obs.shape[1:] == env.observation_space.shape
+    model = MaskablePPO("MlpPolicy", env, seed=0, device="cpu")
+    fit = pretrain(model.policy, demos, BCConfig(epochs=3, batch_size=64), seed=0)
+    chance = float(np.mean(1.0 / demos.masks.sum(axis=1)))
+    assert fit["accuracy"] > chance

@@ -77,14 +77,17 @@ def case_env(case: Case, seed: int, policy: Any, K: int, M: int):
 def record_episode(env: Any, policy: Any, seed: int, episode_id: int) -> Any | None:
     """Run ``policy`` through ``env``; the episode as a Minari
     ``EpisodeBuffer`` (observations, actions, rewards, terminations,
-    truncations), or None when the policy took an action the env cannot
-    express. Built here rather than with Minari's ``DataCollector``, which
-    needs jax to append steps."""
+    truncations, and the action mask of each observation in ``infos``), or
+    None when the policy took an action the env cannot express. Built here
+    rather than with Minari's ``DataCollector``, which needs jax to append
+    steps."""
     from minari.data_collector import EpisodeBuffer
 
-    obs, _ = env.reset(seed=seed)
+    obs, info = env.reset(seed=seed)
     policy.reset(env.view, seed=seed)
     observations: dict[str, list[np.ndarray]] = {k: [v] for k, v in obs.items()}
+    # the valid actions at each observation (Minari keeps infos beside them)
+    masks: list[np.ndarray] = [info["action_mask"]]
     actions: list[int] = []
     rewards: list[float] = []
     terminations: list[bool] = []
@@ -99,6 +102,7 @@ def record_episode(env: Any, policy: Any, seed: int, episode_id: int) -> Any | N
             raise RuntimeError(f"{policy.name} chose an invalid action: {info['invalid']}")
         for key, value in obs.items():
             observations[key].append(value)
+        masks.append(info["action_mask"])
         actions.append(int(action))
         rewards.append(float(reward))
         terminations.append(bool(terminated))
@@ -112,6 +116,7 @@ def record_episode(env: Any, policy: Any, seed: int, episode_id: int) -> Any | N
                 rewards=rewards,
                 terminations=terminations,
                 truncations=truncations,
+                infos={"action_mask": masks},
             )
 
 
