@@ -391,6 +391,18 @@ def test_cli_evaluate_quick(data_dir, tmp_path, capsys):
     assert "quick-tiresias-60@pcie16" in capsys.readouterr().out
 
 
+def test_ddl_gym_evaluate_suite_is_the_benchmark_command(data_dir, tmp_path, capsys):
+    """``ddl-gym evaluate --suite S --policy P`` (the top-level command) runs
+    the same benchmark evaluation, seeds given the evaluate way."""
+    from ddl_gym.cli.main import main
+
+    out = tmp_path / "runs"
+    argv = ["evaluate", "--suite", "ddl-gym-v1", "--policy", "fifo", "--quick"]
+    assert main([*argv, "--seeds", "0", "--out", str(out), "--no-progress"]) == 0
+    assert len(list(out.glob("*.json"))) == len(get_suite().quick)
+    assert "fifo on ddl-gym-v1" in capsys.readouterr().out
+
+
 def test_behaviour_cloning_reads_a_minari_dataset(data_dir, tmp_path, monkeypatch):
     """A heuristic's Minari dataset (masks in infos) feeds the agents' warm
     start: ``agents.bc.from_minari`` gives demonstrations in the flattened
@@ -420,3 +432,23 @@ def test_behaviour_cloning_reads_a_minari_dataset(data_dir, tmp_path, monkeypatc
     fit = pretrain(model.policy, demos, BCConfig(epochs=3, batch_size=64), seed=0)
     chance = float(np.mean(1.0 / demos.masks.sum(axis=1)))
     assert fit["accuracy"] > chance
+
+
+def test_datasets_cut_an_episode_where_the_policy_leaves_the_windows(data_dir, tmp_path):
+    """With windows of one pending and one running job, Tiresias soon picks a
+    job the env cannot express: the episode is kept up to there, truncated,
+    one observation and mask more than actions, and Minari loads it."""
+    minari = pytest.importorskip("minari")
+    from ddl_gym.benchmarks.datasets import build_datasets
+
+    case = get_suite().quick[0]
+    (summary,) = build_datasets(
+        quick=True, cases=[case.name], policies=["tiresias"], root=tmp_path, K=1, M=1,
+        progress=False,
+    )  # fmt: skip
+    assert summary.cut > 0 and summary.episodes + summary.dropped == len(case.seeds)
+    for episode in minari.load_dataset(summary.dataset_id).iterate_episodes():
+        n = len(episode.actions)
+        assert episode.truncations[-1] or episode.terminations[-1]
+        assert len(episode.infos["action_mask"]) == n + 1
+        assert all(len(v) == n + 1 for v in episode.observations.values())

@@ -13,12 +13,12 @@ action (``action_index``), so an offline learner sees the observations,
 actions and rewards an online agent would.
 
 An action the env cannot express (a job past the first ``K`` pending ones,
-or a running job past the first ``M``) ends that episode unrecorded; the
-summary counts such episodes per dataset, and larger windows (``K``, ``M``)
-avoid them (a Tiresias or Dally queue of more than ``K`` waiting jobs is
-where it happens). Needs ``minari`` and ``pyarrow`` (the ``datasets``
-extra); datasets go to ``root`` (``MINARI_DATASETS_PATH``), in Minari's
-Arrow format.
+or a running job past the first ``M``) ends that episode there, truncated:
+what follows would not be the heuristic's. The summary counts such episodes
+per dataset; larger windows (``K``, ``M``) make them longer (a Tiresias or
+Dally queue of more than ``K`` waiting jobs is where it happens). Needs
+``minari`` and ``pyarrow`` (the ``datasets`` extra); datasets go to ``root``
+(``MINARI_DATASETS_PATH``), in Minari's Arrow format.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ class DatasetSummary:
     dataset_id: str
     episodes: int
     steps: int
-    dropped: int  # episodes ended by an action outside the env's windows
+    dropped: int  # episodes whose first action lay outside the env's windows
+    cut: int = 0  # episodes truncated where the policy left the windows
 
 
 def dataset_id(suite: str, split: str, case: Case, policy: str) -> str:
@@ -96,7 +97,13 @@ def record_episode(env: Any, policy: Any, seed: int, episode_id: int) -> Any | N
         try:
             action = env.action_index(policy.act(env.view))
         except ValueError:
-            return None  # outside the windows: the episode would not be the heuristic's
+            # outside the windows: what follows would not be the heuristic's
+            # episode, so it ends here, truncated (None if nothing was recorded)
+            if not actions:
+                return None
+            truncations[-1] = True
+            return _buffer(EpisodeBuffer, episode_id, seed, observations, actions, rewards,
+                           terminations, truncations, masks)  # fmt: skip
         obs, reward, terminated, truncated, info = env.step(action)
         if "invalid" in info:
             raise RuntimeError(f"{policy.name} chose an invalid action: {info['invalid']}")
@@ -108,16 +115,24 @@ def record_episode(env: Any, policy: Any, seed: int, episode_id: int) -> Any | N
         terminations.append(bool(terminated))
         truncations.append(bool(truncated))
         if terminated or truncated:
-            return EpisodeBuffer(
-                id=episode_id,
-                seed=seed,
-                observations=observations,
-                actions=actions,
-                rewards=rewards,
-                terminations=terminations,
-                truncations=truncations,
-                infos={"action_mask": masks},
-            )
+            return _buffer(EpisodeBuffer, episode_id, seed, observations, actions, rewards,
+                           terminations, truncations, masks)  # fmt: skip
+
+
+def _buffer(cls: Any, episode_id: int, seed: int, observations: dict, actions: list,
+            rewards: list, terminations: list, truncations: list, masks: list) -> Any:  # fmt: skip
+    # an episode cut short keeps one observation (and mask) more than actions
+    keep = len(actions) + 1
+    return cls(
+        id=episode_id,
+        seed=seed,
+        observations={k: v[:keep] for k, v in observations.items()},
+        actions=actions,
+        rewards=rewards,
+        terminations=terminations,
+        truncations=truncations,
+        infos={"action_mask": masks[:keep]},
+    )
 
 
 def build_datasets(
@@ -144,7 +159,7 @@ def build_datasets(
     for case in chosen:
         for name in policies:
             spec = resolve_policy(name)
-            buffers, dropped, env = [], 0, None
+            buffers, dropped, cut, env = [], 0, 0, None
             for seed in case.seeds:
                 policy = spec.factory()
                 env = case_env(case, seed, policy, K, M)
@@ -153,6 +168,7 @@ def build_datasets(
                     dropped += 1
                 else:
                     buffers.append(episode)
+                    cut += int(episode.truncations[-1] and not env.unwrapped.engine.done)
             ident = dataset_id(suite, "quick" if quick else split, case, spec.name)
             if buffers and env is not None:
                 with warnings.catch_warnings():
@@ -161,9 +177,12 @@ def build_datasets(
                     warnings.filterwarnings("ignore", category=UserWarning, module="minari")
                     _create(minari, ident, buffers, env, spec.name, case, suite, K, M)
             steps = sum(len(b.rewards) for b in buffers)
-            out.append(DatasetSummary(ident, len(buffers), steps, dropped))
+            out.append(DatasetSummary(ident, len(buffers), steps, dropped, cut))
             if progress:
-                print(f"{ident}: {len(buffers)} episodes, {steps} steps, {dropped} dropped")
+                print(
+                    f"{ident}: {len(buffers)} episodes ({cut} cut short), {steps} steps, "
+                    f"{dropped} dropped"
+                )
     return out
 
 

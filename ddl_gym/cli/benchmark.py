@@ -199,7 +199,11 @@ def cmd_datasets(args: argparse.Namespace) -> int:
     )
     episodes = sum(d.episodes for d in made)
     dropped = sum(d.dropped for d in made)
-    print(f"{len(made)} datasets, {episodes} episodes ({dropped} dropped) in {args.root}")
+    cut = sum(d.cut for d in made)
+    print(
+        f"{len(made)} datasets, {episodes} episodes ({cut} cut short, {dropped} dropped) "
+        f"in {args.root}"
+    )
     return 0
 
 

@@ -1,6 +1,7 @@
 """``ddl-gym evaluate``: trained agents against the heuristics on held-out
 windows of a scenario's workload under its congestion
-(``ddl_gym.agents.evaluate.evaluate``)."""
+(``ddl_gym.agents.evaluate.evaluate``); with ``--suite``/``--policy``, any
+policy on a benchmark suite split (``ddl-gym benchmark evaluate``)."""
 
 from __future__ import annotations
 
@@ -23,12 +24,15 @@ def register(sub: argparse._SubParsersAction) -> None:
             "ddl-gym evaluate -s default --seeds 0 1",
             "ddl-gym evaluate -s seed-week-heavy --model runs/agent/best/best_model.zip",
             "ddl-gym evaluate -s default --baselines fifo dally --window-h 2",
+            "ddl-gym evaluate --suite ddl-gym-v1 --split test --policy agent:my_model.zip",
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_scenario_args(e)
     e.add_argument("--model", type=Path, action="append", help="model .zip (repeatable)")
-    e.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    e.add_argument(
+        "--seeds", type=int, nargs="+", help="seeds (default: 0 1 2; with --suite: each case's)"
+    )
     e.add_argument(
         "--window-h",
         type=float,
@@ -39,10 +43,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--baselines", nargs="*", default=list(HEURISTICS))
     e.add_argument("--csv", type=Path, help="write the per-window results here")
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
+    bench = e.add_argument_group(
+        "benchmark suite (as `ddl-gym benchmark evaluate`; --policy or --suite selects it)"
+    )
+    bench.add_argument("--suite", help="a benchmark suite, e.g. ddl-gym-v1")
+    bench.add_argument("--split", default="test", choices=("train", "validation", "test"))
+    bench.add_argument("--policy", help="a heuristic name, agent, agent:PATH or module:function")
+    bench.add_argument("--out", type=Path, help="folder for the per-run JSON files")
+    bench.add_argument("--resume", action="store_true", help="skip runs already in --out")
+    bench.add_argument("--quick", action="store_true", help="the quick sub-suite")
+    bench.add_argument("--backend", choices=("local", "ray"), default="local")
     e.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.suite or args.policy:
+        return _run_suite(args)
     scenario = resolve_scenario(args, "evaluate").scenario
     spec = agent_trace_spec(scenario)
     from ddl_gym.agents.evaluate import evaluate  # torch: only when evaluating
@@ -50,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     evaluate(
         args.model,
         [spec],
-        args.seeds,
+        args.seeds or [0, 1, 2],
         args.window_h,
         scenario.congestion,
         args.baselines,
@@ -58,3 +74,28 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
     )
     return 0
+
+
+def _run_suite(args: argparse.Namespace) -> int:
+    from ddl_gym.cli.benchmark import DEFAULT_SUITE, cmd_evaluate
+    from ddl_gym.cli.common import CliError
+
+    if not args.policy:
+        raise CliError("--suite needs --policy (a heuristic name, agent:PATH or module:function)")
+    seeds = ",".join(map(str, args.seeds)) if args.seeds else None
+    bench = argparse.Namespace(
+        policy=args.policy,
+        suite=args.suite or DEFAULT_SUITE,
+        split=args.split,
+        quick=args.quick,
+        seeds=seeds,
+        out=args.out,
+        resume=args.resume,
+        no_progress=args.no_progress,
+        name=None,
+        case=None,
+        backend=args.backend,
+        env_id=None,
+        env_kwargs=None,
+    )
+    return cmd_evaluate(bench)
