@@ -305,3 +305,15 @@ def test_compare_ctrl_c_keeps_finished_cells(tmp_path):
     summary = pd.read_csv(tmp_path / "i" / "summary.csv")
     assert 1 <= len(summary) == finished < 60
     assert "interrupted" in (tmp_path / "i" / "report.md").read_text()
+
+
+def test_text_table_never_prints_scientific_notation():
+    import pandas as pd
+
+    from ddl_gym.cli.common import text_table
+
+    df = pd.DataFrame({"policy": ["dally", "tiresias"], "makespan_h": [10000.8, 10307.0]})
+    df["mean_jct_h"] = [924.4, 2.04]
+    text = text_table(df)
+    assert "e+" not in text
+    assert "10,001" in text and "10,307" in text and "924.4" in text and "2.04" in text

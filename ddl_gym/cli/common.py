@@ -182,7 +182,9 @@ def _fmt(v: Any) -> str:
     if isinstance(v, float):
         if math.isnan(v):
             return "-"
-        return f"{v:,.0f}" if abs(v) >= 1e5 else f"{v:.4g}"
+        # 4 significant digits, but never scientific notation (10,000.8 h
+        # would print as 1e+04): from 1,000 up, whole numbers with commas
+        return f"{v:,.0f}" if abs(v) >= 1e3 else f"{v:.4g}"
     return str(v)
 
 
