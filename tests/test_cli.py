@@ -317,3 +317,23 @@ def test_text_table_never_prints_scientific_notation():
     text = text_table(df)
     assert "e+" not in text
     assert "10,001" in text and "10,307" in text and "924.4" in text and "2.04" in text
+
+
+def test_version(capsys):
+    import ddl_gym
+    from ddl_gym.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"ddl-gym {ddl_gym.__version__}"
+
+
+def test_traces_inspect_takes_compare_workload_names(data_dir, capsys):
+    """One set of workload names: what `compare --workloads` takes, `traces
+    inspect` takes too (pollux-1 was refused)."""
+    from ddl_gym.cli.main import main
+
+    assert main(["traces", "inspect", "pollux-1"]) == 0
+    out = capsys.readouterr().out
+    assert "workload-1" in out and "160" in out

@@ -18,6 +18,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from ddl_gym import __version__
 from ddl_gym.cli import bench as cli_bench
 from ddl_gym.cli import benchmark as cli_benchmark
 from ddl_gym.cli import calibrate as cli_calibrate
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    p.add_argument("--version", action="version", version=f"ddl-gym {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     cli_scenarios.register(sub)
     cli_simulate.register(sub)

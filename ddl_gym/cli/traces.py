@@ -107,11 +107,19 @@ def _workload(args: argparse.Namespace) -> Trace:
         return SCENARIOS[name].build_trace(args.seed)
     if name in BUILTIN_TRACES and name != "synthetic":
         return Scenario(name=name, trace=name).build_trace(args.seed)
+    from ddl_gym.experiments.grid import WORKLOADS, load_workload
+
+    if name in WORKLOADS:  # the names `ddl-gym compare --workloads` takes
+        data = find_data_dir()
+        if WORKLOADS[name].path is not None and data is None:
+            raise CliError(f"{name} needs the data dir (../shared/data or $DDL_GYM_DATA)")
+        return load_workload(name, args.seed, str(data) if data else None, None)[0]
     path = Path(name)
     if not path.is_file():
         raise CliError(
-            f"{name}: neither a named workload ({', '.join(NAMED)}), "
-            "a scenario nor an existing trace file"
+            f"{name}: neither a named workload ({', '.join(NAMED)}, or one of compare's: "
+            f"{', '.join(n for n in WORKLOADS if n not in NAMED)}), a scenario nor an "
+            "existing trace file"
         )
     if path.suffix.lower() == ".parquet":
         # our own Parquet output reads back through the schema's validation
