@@ -10,6 +10,7 @@ and returns only valid actions.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -153,7 +154,7 @@ def load_policy(
     path: str | Path = DEFAULT_MODEL,
     deterministic: bool = True,
     *,
-    env_kwargs: dict[str, Any] | None = None,
+    env_kwargs: Mapping[str, Any] | None = None,
     env_id: str | None = None,
 ) -> Any:
     """A saved model (``.zip``) as a ``Policy`` for ``simulate()``.

@@ -71,6 +71,8 @@ class PrintValidation(BaseCallback):
         from tqdm import tqdm
 
         ev = self.parent
+        if not isinstance(ev, EvalCallback):
+            raise TypeError("PrintValidation runs as an EvalCallback's callback_after_eval")
         tqdm.write(
             f"step {self.num_timesteps:,}: validation mean return {ev.last_mean_reward:.3f} "
             f"(best {ev.best_mean_reward:.3f})"
@@ -206,6 +208,16 @@ def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: boo
     done = model.num_timesteps
     left = max(0, cfg.total_timesteps - done)
     per_env = max(1, cfg.n_envs)
+    validation = Eval(
+        eval_env,
+        n_eval_episodes=len(val),
+        eval_freq=max(1, cfg.eval_freq // per_env),
+        best_model_save_path=str(out / "best"),
+        log_path=str(out / "eval"),
+        deterministic=True,
+        verbose=0,
+        callback_after_eval=PrintValidation() if progress else None,
+    )
     callbacks: list[BaseCallback] = [
         CheckpointCallback(
             save_freq=max(1, cfg.checkpoint_freq // per_env),
@@ -213,19 +225,10 @@ def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: boo
             name_prefix=CKPT_PREFIX,
             save_vecnormalize=True,
         ),
-        Eval(
-            eval_env,
-            n_eval_episodes=len(val),
-            eval_freq=max(1, cfg.eval_freq // per_env),
-            best_model_save_path=str(out / "best"),
-            log_path=str(out / "eval"),
-            deterministic=True,
-            verbose=0,
-            callback_after_eval=PrintValidation() if progress else None,
-        ),
+        validation,
     ]
     if bc_val is not None:  # PPO's checkpoints must beat the warm start on validation
-        callbacks[1].best_mean_reward = bc_val
+        validation.best_mean_reward = bc_val
     if progress:
         callbacks.append(TqdmCallback(cfg.total_timesteps, initial=done))
 
@@ -296,6 +299,8 @@ def warm_start(
     mean, _ = evaluate_policy(
         model, eval_env, n_eval_episodes=n_val, deterministic=True, use_masking=True
     )
+    if isinstance(mean, list):  # (per-episode lists only with return_episode_rewards)
+        raise TypeError("evaluate_policy returned per-episode rewards, not their mean")
     cpu_val = _cpu_s() - cpu0 - cpu_collect - cpu_fit
     report = {
         "teacher": cfg.bc.teacher,

@@ -522,7 +522,7 @@ class DallyPolicy(BasePolicy):
             for job in view.pending:
                 self._enqueue(job)
 
-    def _reoffer(self, view: EngineView, lease_expired: list[Job]) -> list[int]:
+    def _reoffer(self, view: EngineView, lease_expired: Iterable[Job]) -> list[int]:
         """Jobs of ``lease_expired`` that lose their GPUs in the re-offer."""
         # a job still restoring from its last preemption is not re-offered
         now = view.now

@@ -49,7 +49,7 @@ from scipy.special import erfc
 from ddl_gym.baselines import POLICY_NAMES, make_policy
 from ddl_gym.baselines.fifo import FifoPolicy
 from ddl_gym.engine import Engine, EngineView, run_policy, simulate
-from ddl_gym.topology import Cluster
+from ddl_gym.topology import FABRICS, Cluster
 from ddl_gym.traces import find_data_dir, load_trace, synthetic_trace
 from ddl_gym.traces.synthetic import (
     PHILLY_DURATION_MEDIAN_S,
@@ -76,7 +76,7 @@ SCALE_LOAD = 0.8
 
 def scale_cluster() -> Cluster:
     """4,096 GPUs: 64 racks of the Philly benchmark's racks (8 servers x 8)."""
-    return Cluster(64, 8, 8, "nvswitch_ib")
+    return Cluster(64, 8, 8, FABRICS["nvswitch_ib"])
 
 
 def _survival(s: np.ndarray) -> np.ndarray:
@@ -298,7 +298,7 @@ def markdown(rows: list[dict], with_memory: bool) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--env-steps", type=int, default=100_000)
     ap.add_argument("--philly", action="store_true", help="every policy on the Philly week")

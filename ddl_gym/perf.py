@@ -45,6 +45,7 @@ the engine can call it on every start, stop and rate change.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import lru_cache
@@ -83,7 +84,7 @@ class Shape:
         return Level.MACHINE
 
 
-def shape_of(placement: list[tuple[int, int]], servers_per_rack: int) -> Shape:
+def shape_of(placement: Iterable[tuple[int, int]], servers_per_rack: int) -> Shape:
     """Shape of a placement given as ``[(server, gpus), ...]``."""
     per_rack: dict[int, int] = {}
     n = g = 0

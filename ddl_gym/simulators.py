@@ -27,8 +27,11 @@ Progress = Callable[[int], None]
 class Simulator(Protocol):
     """What runs a scenario's workload."""
 
-    # whether ``Result.placements`` holds the placement history
-    records_placements: bool
+    @property
+    def records_placements(self) -> bool:
+        """Whether ``Result.placements`` holds the placement history (read
+        only: the simulators are frozen dataclasses)."""
+        ...
 
     def make_policy(self, name: str) -> Any:
         """The policy ``name`` stands for in this simulator."""

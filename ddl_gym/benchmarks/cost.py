@@ -27,7 +27,7 @@ def split_cpu_s(policy: str, suite: str, split: str) -> tuple[float, float, int]
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--suite", default="ddl-gym-v1")
     ap.add_argument("--split", default="test")
     ap.add_argument("--policies", default=",".join((*HEURISTICS, *ORACLES)))

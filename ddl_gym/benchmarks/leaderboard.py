@@ -61,7 +61,7 @@ def _label(policy: str) -> str:
 
 def _matrices(norm: pd.DataFrame, cases: Sequence[str]) -> dict[str, np.ndarray]:
     return {
-        p: stats.score_matrix(g, cases)[0]
+        str(p): stats.score_matrix(g, cases)[0]  # (policy names: str already)
         for p, g in norm.groupby("policy", sort=False)
         if set(cases) <= set(g["case"])
     }

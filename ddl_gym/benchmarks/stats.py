@@ -106,7 +106,7 @@ def median(x: np.ndarray) -> float:
 def optimality_gap(x: np.ndarray) -> float:
     """Mean of max(x - 1, 0): rliable's gap (mean of max(gamma - s, 0)) on
     s = -x with gamma = -1, since here lower is better."""
-    return float(metrics.aggregate_optimality_gap(-x, gamma=-1.0))
+    return float(metrics.aggregate_optimality_gap(-x, gamma=-1))
 
 
 AGGREGATES: dict[str, Callable[[np.ndarray], float]] = {
@@ -183,7 +183,7 @@ def stratified_bootstrap(
 
 
 def interval_estimates(
-    score_dict: Mapping[str, np.ndarray | Sequence[np.ndarray]],
+    score_dict: Mapping[str, np.ndarray | list[np.ndarray] | tuple[np.ndarray, ...]],
     func: Callable[..., np.ndarray],
     reps: int = REPS,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], str]:
@@ -274,10 +274,10 @@ def plot_performance_profiles(
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 5))
-    colours = plt.get_cmap("tab20").colors
+    colours = plt.get_cmap("tab20")  # (20 colours: ``colours(i)`` is the i-th)
     for i, (name, y) in enumerate(points.items()):
         style = "--" if "oracle" in name else "-"
-        (line,) = ax.plot(taus, y, style, label=name, linewidth=1.6, color=colours[i % 20])
+        (line,) = ax.plot(taus, y, style, label=name, linewidth=1.6, color=colours(i % 20))
         ax.fill_between(taus, cis[name][0], cis[name][1], color=line.get_color(), alpha=0.07)
     ax.set_xscale("log")
     ax.set_xlim(taus[0], taus[-1])

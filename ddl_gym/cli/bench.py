@@ -101,13 +101,12 @@ def _suites(args: argparse.Namespace) -> int:
     from ddl_gym import bench
 
     kwargs = {}
-    if args.scale_jobs:
+    scale_jobs: str | None = args.scale_jobs
+    if scale_jobs:
         try:
-            kwargs["jobs"] = [int(x) for x in split_list(args.scale_jobs)]
+            kwargs["jobs"] = [int(x) for x in split_list(scale_jobs)]
         except ValueError:
-            raise CliError(
-                f"--scale-jobs: integers, comma-separated, got {args.scale_jobs!r}"
-            ) from None
+            raise CliError(f"--scale-jobs: integers, comma-separated, got {scale_jobs!r}") from None
     if args.policies:
         kwargs["policies"] = split_list(args.policies)
     bench.run_benchmarks(

@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         description="Score any scheduler on the fixed cases of a benchmark suite "
         "(train / validation / test), write one JSON per finished run, aggregate with "
         "rliable; see docs/benchmark.md.",
-        epilog=__doc__.split("\n\n")[1],
+        epilog=(__doc__ or "").split("\n\n")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import pandas as pd
 
@@ -114,7 +114,12 @@ def pick(cli_value: Any, run: dict[str, Any], key: str, default: Any) -> Any:
     return run.get(key, default)
 
 
+@overload
+def split_list(text: str) -> list[str]: ...
+@overload
+def split_list(text: str | None) -> list[str] | None: ...
 def split_list(text: str | None) -> list[str] | None:
+    """Comma-separated items of ``text``, stripped (None: None)."""
     if text is None:
         return None
     items = [t.strip() for t in text.split(",") if t.strip()]

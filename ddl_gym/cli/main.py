@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="ddl-gym",
         description="Network-aware GPU-cluster scheduling: simulate, compare, train, inspect.",
-        epilog=__doc__.split("\n\n")[1],
+        epilog=(__doc__ or "").split("\n\n")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--debug", action="store_true", help="show tracebacks of errors")

@@ -66,20 +66,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    rows = [
+    rows: list[dict[str, str | None]] = [
         {"name": "default", "family": "synthetic", "where": "bundled (no data needed)"},
         {"name": "synthetic", "family": "synthetic", "where": "generated from a [synthetic] table"},
     ]
     data = args.data or find_data_dir()
     for name, rel in DATA_TRACES.items():
-        ok = data is not None and (data / rel).is_file()
-        rows.append(
-            {
-                "name": name,
-                "family": detect_family(data / rel) if ok else "-",
-                "where": rel if ok else f"{rel} (missing)",
-            }
-        )
+        path = None if data is None else data / rel
+        if path is not None and path.is_file():
+            family, where = detect_family(path), rel
+        else:
+            family, where = "-", f"{rel} (missing)"
+        rows.append({"name": name, "family": family, "where": where})
     print(text_table(pd.DataFrame(rows)))
     if data is None:
         print("\nno data dir found (../shared/data or $DDL_GYM_DATA): only bundled workloads")

@@ -357,7 +357,8 @@ class Engine:
                     self.lease_expired.append(job)
                     self.events_now.append(("lease", j))
                     job.lease_version += 1
-                    self._push(later(t, self.lease_s), LEASE, j, job.lease_version)
+                    # (lease events exist only with lease_s set)
+                    self._push(later(t, self.lease_s), LEASE, j, job.lease_version)  # pyright: ignore[reportArgumentType]
             elif kind == CONGESTION:
                 self._set_background(self.congestion.at(t))
                 change = self.congestion.next_change(t)
@@ -379,7 +380,8 @@ class Engine:
     def _report_lazy_leases(self, t: float) -> None:
         """Lazy leases: the expiries at ``t``, a job waiting; their events go
         where the eager engine puts them (after arrivals, before wake-ups)."""
-        expired = self._skipper.expire_at(t)
+        # (called only with a skipper)
+        expired = self._skipper.expire_at(t)  # pyright: ignore[reportOptionalMemberAccess]
         if not expired:
             return
         self.lease_expired = expired
@@ -429,8 +431,11 @@ class Engine:
         # every lease boundary at ``t`` (kept by the hints or not: an instant
         # reports them all) must be one the hints pass over
         skipper = self._skipper
+        # (called only when the hints have a ``wake_matters``)
         if (skipper and self.pending and not skipper.passes_over(t)) or asked_at(
-            self, t, self.hints.wake_matters
+            self,
+            t,
+            self.hints.wake_matters,  # pyright: ignore[reportArgumentType]
         ):
             for e in entries:
                 heapq.heappush(heap, e)
@@ -476,7 +481,7 @@ class Engine:
 
     def _rate(self, job: Job) -> None:
         """Recompute a running job's iteration time and its completion event."""
-        shape = job.shape
+        shape: Shape = job.shape  # pyright: ignore[reportAssignmentType]  (running: has a shape)
         if self.slowdown_source is not None:
             ar = 0.0  # unused: the table gives the slowdown directly
         elif shape.r > 1:
@@ -544,7 +549,10 @@ class Engine:
 
     def _table_slowdown(self, job: Job) -> float:
         source = self.slowdown_source
-        return source.placement_slowdown(job.model, job.placement, self.cluster.servers_per_rack)
+        # (called only with a slowdown table)
+        return source.placement_slowdown(  # pyright: ignore[reportOptionalMemberAccess]
+            job.model, job.placement, self.cluster.servers_per_rack
+        )
 
     def _rerate_uplinks(self, racks: Sequence[int], skip: int = -1) -> None:
         """Re-rate the cross-rack jobs on ``racks``' uplinks (one started or
@@ -593,13 +601,13 @@ class Engine:
             return
         for j in sorted(self.running):
             job = self.jobs[j]
-            if job.shape.r > 1:
+            if job.shape.r > 1:  # pyright: ignore[reportOptionalMemberAccess]  (running: has a shape)
                 self._settle(job)
         self.background = fraction
         self._uplink_alpha = self.perf.uplink_latency(fraction)
         for j in sorted(self.running):
             job = self.jobs[j]
-            if job.shape.r > 1:
+            if job.shape.r > 1:  # pyright: ignore[reportOptionalMemberAccess]  (running: has a shape)
                 self._rate(job)
 
     # -- actions -----------------------------------------------------------
@@ -613,8 +621,11 @@ class Engine:
             self._found = (self._moves, job.gpus, level, tuple(placement))
         return placement
 
-    def _why_not_place(self, index: int, level) -> tuple[str | None, list | None]:
-        """(reason it is invalid or None, the placement it would get)."""
+    def _why_not_place(
+        self, index: int, level
+    ) -> tuple[str | None, Sequence[tuple[int, int]] | None]:
+        """(reason it is invalid or None, the placement it would get): one
+        of the two is None."""
         if not 0 <= index < len(self.jobs):
             return f"no job {index}", None
         job = self.jobs[index]
@@ -676,7 +687,7 @@ class Engine:
     def place(self, index: int, level: Level = Level.NETWORK) -> tuple[tuple[int, int], ...]:
         """Start pending job ``index`` within ``level``; returns its placement."""
         reason, placement = self._why_not_place(index, level)
-        if reason is not None:
+        if placement is None:  # (exactly when there is a reason)
             raise InvalidAction(reason)
         job = self.jobs[index]
         self._start(job, tuple(placement))
@@ -757,7 +768,7 @@ class Engine:
         job.lease_version += 1
         if self._skipper is not None:
             self._skipper.stop(job)
-        if job.shape.r > 1:
+        if job.shape.r > 1:  # pyright: ignore[reportOptionalMemberAccess]  (it ran: has a shape)
             for r in job.racks:
                 self.uplink_jobs[r].discard(job.index)
             self._rerate_uplinks(job.racks)

@@ -503,7 +503,8 @@ class LazyLeases:
                     if not i or need_gpus[i - 1] > pool:
                         continue
                 if use_caps and caps_fit is None:
-                    caps_fit = self._caps_fit()
+                    # (use_caps: the judge has a level test)
+                    caps_fit = self._caps_fit()  # pyright: ignore[reportOptionalCall]
                 if caps_fit is None or caps_fit(cap, g.top):
                     if c is None or c[0] <= now or token_of.get(c[2]) != c[3]:
                         self._group_next(g, now)
@@ -532,7 +533,8 @@ class LazyLeases:
         # (a test that holds for less than a millisecond, e.g. a timer
         # firing within its rounding slack, is not worth another round)
         if caps_until + 1e-3 < self.levels_until:
-            caps_fit = self._caps_fit()
+            # (groups sleep only while the judge's level test holds)
+            caps_fit = self._caps_fit()  # pyright: ignore[reportOptionalCall]
             caps_until = self.levels_until
         asleep: list[tuple[int, _PhaseGroup]] = []
         for cap, g in dormant:

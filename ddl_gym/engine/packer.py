@@ -32,7 +32,7 @@ from ddl_gym.perf import Level
 
 
 def gpus_held(
-    placements: Iterable[list[tuple[int, int]]], servers_per_rack: int
+    placements: Iterable[Iterable[tuple[int, int]]], servers_per_rack: int
 ) -> tuple[dict[int, int], dict[int, int]]:
     """GPUs held by ``placements`` (lists of ``(server, gpus)``), per server
     and per rack, only where they hold some: what freeing them would add to

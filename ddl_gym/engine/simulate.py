@@ -7,7 +7,7 @@ view reads the engine, so the imports run one way (engine <- view <- simulate).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from typing import Any
 
@@ -25,7 +25,7 @@ class PolicyEngineWarning(UserWarning):
 def policy_engine_kwargs(policy: Any) -> dict[str, Any]:
     """The engine settings ``policy`` needs (``policy.engine_kwargs()``; none
     when it has no such method)."""
-    get = getattr(policy, "engine_kwargs", None)
+    get: Callable[[], Mapping[str, Any]] | None = getattr(policy, "engine_kwargs", None)
     return dict(get()) if callable(get) else {}
 
 

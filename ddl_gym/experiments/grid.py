@@ -328,7 +328,8 @@ def improvement(summary: pd.DataFrame) -> pd.DataFrame:
         for m, _, _, lower in METRICS:
             if lower is None:
                 continue
-            d = float(g.loc[DALLY, m])
+            column: pd.Series[float] = g[m]  # (a metric: numeric)
+            d = float(column.loc[DALLY])
             best = float(base[m].min() if lower else base[m].max())
             if m in RATIO_METRICS:
                 row[m] = (best - d) if lower else (d - best)

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypedDict
 
 import matplotlib
 
@@ -70,7 +71,13 @@ from ddl_gym.fidelity.measured import (
 )
 from ddl_gym.perf import PerfModel, Shape
 from ddl_gym.profiles import MODEL_NAMES, get_profile
-from ddl_gym.topology import ALIBABA_PAI_STRAGGLER_SIGMA, FABRICS, Cluster, Stragglers
+from ddl_gym.topology import (
+    ALIBABA_PAI_STRAGGLER_SIGMA,
+    FABRICS,
+    Algorithm,
+    Cluster,
+    Stragglers,
+)
 from ddl_gym.traces import find_data_dir
 
 PRESET_PREFIX = "fitted_"
@@ -286,6 +293,17 @@ def _model_medians(df: pd.DataFrame, errs: list[np.ndarray], cluster: str, level
     return ", ".join(f"{model} {v:.1%}" for model, v in med.items())
 
 
+class _LimitFigures(TypedDict):
+    """The further figures ``_limits`` quotes."""
+
+    fitted_err: np.ndarray
+    err_all_rows: np.ndarray
+    err_pooled: np.ndarray
+    comm_floor: pd.DataFrame
+    growth: pd.DataFrame
+    seeds: list[int]
+
+
 def _limits(
     df: pd.DataFrame,
     err_pl: np.ndarray,
@@ -297,7 +315,7 @@ def _limits(
     floor: pd.DataFrame,
     noise: pd.DataFrame,
     net_err: dict[str, list[float]],
-    extra: dict[str, object],
+    extra: _LimitFigures,
 ) -> list[str]:
     """The "what limits the fidelity" bullets, with this run's figures."""
     k_hi = max(err_loco)
@@ -650,7 +668,7 @@ def hold_outs(
     limits), each cluster in the form its full fit chose (a third of the fits
     of trying all three every time; the choice of form is the only thing the
     held-out folds share with the full fit)."""
-    forms = {c: fit.fabric.algorithm for c, fit in cf.fits.items()}
+    forms: dict[str, Algorithm] = {c: fit.fabric.algorithm for c, fit in cf.fits.items()}
     pred_pl = predict_placement_cv(
         df, folds, base, loss=loss, progress=lambda: step("placement CV"), algorithms=forms
     )
@@ -1196,7 +1214,7 @@ def markdown(
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument(
         "--data",
         type=Path,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ddl_gym.perf import Level
 
@@ -35,8 +35,12 @@ class SeedPolicy(Protocol):
     they were ``placed``."""
 
     name: str
-    # how Dally's first fit walks slots and machines: "java_hash" or "cluster"
-    domain_order: str
+
+    @property
+    def domain_order(self) -> str:
+        """How Dally's first fit walks slots and machines: "java_hash" or
+        "cluster" (read only: a field or a class constant will do)."""
+        ...
 
     def reset(self) -> None: ...
 
@@ -198,7 +202,7 @@ class SeedTiresias:
     sensitive: frozenset[str] = SEED_SENSITIVE
     insensitive_anywhere: bool = False
     name: str = "tiresias"
-    domain_order: ClassVar[str] = "cluster"
+    domain_order = "cluster"  # (not a field: a class constant)
 
     def reset(self) -> None:
         pass

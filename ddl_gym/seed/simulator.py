@@ -171,8 +171,9 @@ class SeedSim:
         order of the free GPUs); cached until the free set changes."""
         if self._dom_ver == self._free_ver:
             return self._dom
-        slots: dict[tuple[int, int, int], list[int]] = {}
-        machines: dict[tuple[int, int], list[int]] = {}
+        # keys (rack, machine, slot) and (rack, machine)
+        slots: dict[tuple[int, ...], list[int]] = {}
+        machines: dict[tuple[int, ...], list[int]] = {}
         for g in range(len(self.free)):
             if self.free[g]:
                 r, m, s = self.jloc[g]
@@ -384,7 +385,7 @@ class SeedSim:
         self.end = [math.nan] * J
         self.n_done = 0
         self.waiting: list[tuple[tuple, int]] = []
-        self._heap: list = []
+        self._heap: list[tuple[float, int, int, Any]] = []  # (t, kind, seq, payload)
         self._seq = 0
         self._tick_at: float | None = None
         self.policy.reset()
