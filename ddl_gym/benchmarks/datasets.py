@@ -29,12 +29,15 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ddl_gym.benchmarks.policies import HEURISTICS, resolve_policy
 from ddl_gym.benchmarks.suite import Case, get_suite
+
+if TYPE_CHECKING:
+    from ddl_gym.env import ClusterEnv
 
 ENV_ENGINE_KEYS = ("lease_s", "lazy_leases", "tick_s", "restore_s_per_gpu")
 DEFAULT_K = 32
@@ -59,7 +62,7 @@ def dataset_id(suite: str, split: str, case: Case, policy: str) -> str:
     return f"{clean(suite)}-{clean(split)}/{clean(case.name)}/{clean(policy)}-v0"
 
 
-def case_env(case: Case, seed: int, policy: Any, K: int, M: int):
+def case_env(case: Case, seed: int, policy: Any, K: int, M: int) -> ClusterEnv:
     """The env of ``case`` (workload seed ``seed``) with ``policy``'s engine settings."""
     from ddl_gym.env import ClusterEnv
 
@@ -168,7 +171,8 @@ def build_datasets(
                     dropped += 1
                 else:
                     buffers.append(episode)
-                    cut += int(episode.truncations[-1] and not env.unwrapped.engine.done)
+                    engine = env.engine  # set by the episode's reset
+                    cut += int(engine is not None and not engine.done)
             ident = dataset_id(suite, "quick" if quick else split, case, spec.name)
             if buffers and env is not None:
                 with warnings.catch_warnings():
