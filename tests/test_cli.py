@@ -337,3 +337,20 @@ def test_traces_inspect_takes_compare_workload_names(data_dir, capsys):
     assert main(["traces", "inspect", "pollux-1"]) == 0
     out = capsys.readouterr().out
     assert "workload-1" in out and "160" in out
+
+
+def test_train_takes_a_synthetic_scenario_as_trace_files(tmp_path):
+    """`ddl-gym train -s small` was refused ("not [synthetic] specs"): a
+    synthetic scenario becomes ten drawn traces, written where the run is,
+    that load back as the scenario draws them."""
+    from ddl_gym.cli.workload import SYNTHETIC_SEEDS, agent_trace_specs
+    from ddl_gym.scenarios import SCENARIOS
+    from ddl_gym.traces import load_trace
+
+    small = SCENARIOS["small"]
+    specs = agent_trace_specs(small, tmp_path)
+    assert len(specs) == len(SYNTHETIC_SEEDS)
+    for seed, spec in zip(SYNTHETIC_SEEDS, specs, strict=True):
+        assert spec.startswith(str(tmp_path / "traces"))
+        got, want = load_trace(spec).jobs, small.build_trace(seed).jobs
+        pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True))

@@ -9,7 +9,7 @@ import argparse
 from pathlib import Path
 
 from ddl_gym.cli.common import add_scenario_args, epilog, resolve_scenario
-from ddl_gym.cli.workload import agent_trace_spec
+from ddl_gym.cli.workload import agent_trace_specs
 
 HEURISTICS = ("fifo", "tiresias", "gandiva", "dally")  # as ddl_gym.agents.evaluate
 
@@ -60,12 +60,14 @@ def run(args: argparse.Namespace) -> int:
     if args.suite or args.policy:
         return _run_suite(args)
     scenario = resolve_scenario(args, "evaluate").scenario
-    spec = agent_trace_spec(scenario)
+    import tempfile
+
+    specs = agent_trace_specs(scenario, Path(tempfile.mkdtemp(prefix="ddl-gym-evaluate-")))
     from ddl_gym.agents.evaluate import evaluate  # torch: only when evaluating
 
     evaluate(
         args.model,
-        [spec],
+        specs,
         args.seeds or [0, 1, 2],
         args.window_h,
         scenario.congestion,

@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 
 from ddl_gym.cli.common import CliError, add_scenario_args, epilog, resolve_scenario, seed_arg
-from ddl_gym.cli.workload import agent_trace_spec
+from ddl_gym.cli.workload import agent_trace_specs
 
 # scenario fields that become the env's settings when the scenario sets them
 ENV_FIELDS = ("fabric", "lease_s", "tick_s", "restore_s_per_gpu")
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     for key in ENV_FIELDS:
         if getattr(scenario, key) is not None:
             setattr(cfg.env, key, getattr(scenario, key))
-    cfg.split.traces = [agent_trace_spec(scenario)]
+    cfg.split.traces = agent_trace_specs(scenario, args.out)
 
     from ddl_gym.agents.train import train_and_ship  # torch: only when training
 

@@ -3,8 +3,29 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ddl_gym.cli.common import CliError
 from ddl_gym.scenarios import Scenario
+
+SYNTHETIC_SEEDS = range(10)  # as "default:0-9": ten draws of the generator
+
+
+def agent_trace_specs(scenario: Scenario, folder: Path) -> list[str]:
+    """The scenario's workload as trace specs; a ``[synthetic]`` spec is drawn
+    with seeds 0-9 and written as CSV files under ``folder/traces`` (the
+    agents read trace files, and the run folder keeps what it trained on)."""
+    if scenario.trace != "synthetic":
+        return [agent_trace_spec(scenario)]
+    from ddl_gym.traces.loader import save_trace
+
+    (folder / "traces").mkdir(parents=True, exist_ok=True)
+    specs = []
+    for seed in SYNTHETIC_SEEDS:
+        path = folder / "traces" / f"{scenario.name}-{seed}.csv"
+        save_trace(scenario.build_trace(seed), path)
+        specs.append(str(path))
+    return specs
 
 
 def agent_trace_spec(scenario: Scenario) -> str:
@@ -19,5 +40,5 @@ def agent_trace_spec(scenario: Scenario) -> str:
             raise CliError(f"workload {scenario.trace!r} needs the data dir")
         return str(data / DATA_TRACES[scenario.trace])
     if scenario.trace == "synthetic":
-        raise CliError("agents train on trace files or the default workload, not [synthetic] specs")
+        raise CliError("a [synthetic] workload becomes trace files: use agent_trace_specs")
     return scenario.trace
