@@ -223,7 +223,6 @@ def test_train_and_evaluate_call_the_agents_library(tmp_path):
         "--no-progress",
     )
     assert "fifo" in ev.stdout and "mean JCT" in ev.stdout
-    assert_user_error(cli("train", "-s", "small", "--out", str(out), check=False), "synthetic")
     bad = tmp_path / "bad.toml"
     bad.write_text("seed = [unclosed\n")
     assert_user_error(
