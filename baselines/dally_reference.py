@@ -1,5 +1,5 @@
 """A reference Dally that reads like the paper: the decisions of the fast
-``DallyPolicy`` (``dally.py``, whose docstring and DESIGN.md section 1 give
+``DallyPolicy`` (``dally.py``, whose docstring and docs/design.md section 1 give
 the model), written to be read, not to be fast.
 
 Three layers, each a short method below:
