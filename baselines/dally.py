@@ -21,7 +21,15 @@ section 1; written from that description, not from the authors' code.
    them, otherwise it is preempted (checkpoint: 1 s per GPU, the engine's
    ``restore_s_per_gpu``). The re-offer is dry-run on a copy of the free
    GPUs with the engine's own packer; the winners are then placed by the
-   ordinary placement pass. Our choices: ties go to the incumbent (no
+   ordinary placement pass. Our choices: a waiting job takes GPUs that are
+   free now (the packer at its allowed level on the free GPUs, less what
+   the jobs before it took) and competes for expired GPUs only if those
+   cannot hold it (``reoffer_free_first``; the description offers the pool
+   as one, and the packer's best fit on free + expired GPUs then prefers an
+   expired job's server to an empty one: a job arriving at a lease boundary
+   preempted someone on a nearly empty cluster); so while the free GPUs
+   hold every waiting job, one after another in queue order, nobody is
+   preempted. Ties go to the incumbent (no
    preemption for nothing), then to the earlier arrival; two guards against
    churn, which the description does not mention but which we found
    necessary (without them jobs of similar efficiency swap GPUs at every
@@ -306,6 +314,10 @@ def _level_of(placement: list[tuple[int, int]], servers_per_rack: int) -> Level:
 class DallyPolicy(BasePolicy):
     """Dally; see the module docstring. ``preempt`` switches layer 2 on,
     ``auto_tune`` layer 3 (then ``rack_timer``/``network_timer`` are unused).
+    ``reoffer_free_first`` (default True): in the re-offer a waiting job takes
+    free GPUs before it competes for expired ones; False is the rule as first
+    written (the packer on free and expired GPUs at once), which preempts
+    jobs that free GPUs elsewhere made no one need (kept to compare with).
 
     This class decides; what it tells the engine about the instants that can
     matter to it (``LeaseHints``) is worked out by ``dally_hints.DallyHints``,
@@ -326,6 +338,7 @@ class DallyPolicy(BasePolicy):
     lease_s: float = SEED_LEASE_S
     window_h: float = 24.0
     margin: float = 0.05
+    reoffer_free_first: bool = True
     name: str = "dally"
     tuner: AutoTuner = field(init=False, repr=False)
     _wake: WakeUps = field(default_factory=WakeUps, repr=False)
@@ -598,11 +611,18 @@ class DallyPolicy(BasePolicy):
         kept: list[Job] = []  # incumbents that kept their GPUs before it was built
         # the pool only changes when someone takes GPUs: memoise the packer
         fits: dict[tuple[int, Level], list[tuple[int, int]] | None] = {}
+        # free GPUs first (``reoffer_free_first``): the GPUs free now, less
+        # what challengers took of them (built on demand), and its packer memo
+        free_first = self.reoffer_free_first
+        free_pool: _DryPool | None = None
+        free_total = view.total_free
+        free_fits: dict[tuple[int, Level], list[tuple[int, int]] | None] = {}
         losers: list[int] = []
-        # servers some challenger took GPUs on: once no challenger is left,
-        # an incumbent on none of them keeps its GPUs (what it gave is still
-        # there: incumbents take back only their own), and the pool is not
-        # read again, so it need not take them back
+        # servers where some challenger took expired GPUs (any GPUs, without
+        # ``reoffer_free_first``): once no challenger is left, an incumbent on
+        # none of them keeps its GPUs (what it gave is still there:
+        # incumbents take back only their own), and the pool is not read
+        # again, so it need not take them back
         touched: set[int] = set()
         # incumbents win ties, so they go first
         for inc_eff, _, _, incumbent in offered:
@@ -648,13 +668,47 @@ class DallyPolicy(BasePolicy):
                         pool.give(add_srv.items())
                         for other in kept:
                             pool.take(other.placement)
+                elif fits[key] is None:
+                    continue  # it fits nowhere in the pool, free GPUs included
+                assert pool is not None
+                if free_first and gpus <= free_total:
+                    if key not in free_fits:
+                        if free_pool is None:
+                            free_pool = _DryPool(view)
+                        free_fits[key] = free_pool.find(gpus, level)
+                    placement = free_fits[key]
+                    if placement is not None:
+                        # free GPUs hold it: it needs nobody's
+                        assert free_pool is not None
+                        free_pool.take(placement)
+                        free_total -= gpus
+                        free_fits.clear()
+                        pool.take(placement)
+                        pool_total -= gpus
+                        fits.clear()
+                        continue
+                if key not in fits:
                     fits[key] = pool.find(gpus, level)
                 placement = fits[key]
                 if placement is not None:
-                    assert pool is not None
                     pool.take(placement)
-                    for srv, _ in placement:
-                        touched.add(srv)
+                    if free_first:
+                        # it needs expired GPUs: on each server it takes the
+                        # free ones first, then expired ones
+                        if free_pool is None:
+                            free_pool = _DryPool(view)
+                        for srv, g in placement:
+                            f = free_pool.on(srv)
+                            if g > f:
+                                touched.add(srv)
+                            if f:
+                                took = min(g, f)
+                                free_pool.take(((srv, took),))
+                                free_total -= took
+                        free_fits.clear()
+                    else:
+                        for srv, _ in placement:
+                            touched.add(srv)
                     pool_total -= gpus
                     fits.clear()
             if pool is None:
@@ -692,9 +746,16 @@ class DallyPolicy(BasePolicy):
         plus those given; of the jobs that gave GPUs there, in re-offer
         order, each keeps its own while the server still holds them, and
         the rest lose theirs. Every other job keeps its GPUs: nobody else
-        took any on its other servers."""
+        took any on its other servers. (With ``reoffer_free_first``, GPUs
+        free now that hold it at its level come first: nobody loses.)"""
         margin = self.margin
         gpus = challenger.gpus
+        level = self.allowed_level(view, challenger)
+        if self.reoffer_free_first:
+            if view.largest_server_free() >= gpus:
+                return []  # a free server holds it
+            if level != _MACHINE and view.placement_for(challenger, level) is not None:
+                return []  # free servers of one rack (or any) hold it
         free = view.free_per_server
         # server -> free GPUs plus those given: ``_DryPool.give`` without the
         # pool object (building one per re-offer cost 1.6 % of Dally's run)
@@ -705,7 +766,6 @@ class DallyPolicy(BasePolicy):
                 exposed.append((eff, job))
                 for srv, g in job.placement:
                     given[srv] = given.get(srv, free[srv]) + g
-        level = self.allowed_level(view, challenger)
         srv = view.best_fit_server(gpus, given)
         if srv is None:
             return [] if level == _MACHINE else None

@@ -10,7 +10,9 @@ Three layers, each a short method below:
    policy asks for a decision point when a timer fires.
 2. **Network-sensitive re-offer** (``reoffer``): at lease expiry the expired
    jobs' GPUs and the free ones are offered, least efficient first, to the
-   waiting jobs and the expired jobs themselves; an expired job whose GPUs
+   waiting jobs and the expired jobs themselves; a waiting job takes GPUs
+   that are free now if they hold it, and competes for expired GPUs only
+   if they do not (``reoffer_free_first``); an expired job whose GPUs
    someone before it took is preempted.
 3. **Auto-tuner** (``AutoTuner``): per GPU demand, the timers follow the
    waits jobs had before a machine- and a rack-level placement.
@@ -115,6 +117,9 @@ class ReferenceDally(BasePolicy):
     lease_s: float = SEED_LEASE_S
     window_h: float = 24.0
     margin: float = 0.05
+    # a waiting job takes free GPUs before expired ones (False: the old rule,
+    # the packer on free + expired GPUs at once; see ``DallyPolicy``)
+    reoffer_free_first: bool = True
     name: str = "dally-reference"
     tuner: AutoTuner = field(init=False, repr=False)
     _wakeups: WakeUps = field(default_factory=WakeUps, repr=False)
@@ -132,6 +137,7 @@ class ReferenceDally(BasePolicy):
             "lease_s",
             "window_h",
             "margin",
+            "reoffer_free_first",
         )
         return cls(**{p: getattr(fast, p) for p in same}, name=f"{fast.name}-reference")
 
@@ -197,7 +203,13 @@ class ReferenceDally(BasePolicy):
         the waiting jobs and back to the expired ones; an expired job loses
         if a waiting job before it took any of its GPUs (a dry run on plain
         counts with the engine's packer; the winners start in the
-        placement pass that follows)."""
+        placement pass that follows). A waiting job first looks for room
+        among the GPUs free now (less what the jobs before it took): only if
+        they cannot hold it at its level does it compete for the expired
+        GPUs, packed on free and expired GPUs together (with
+        ``reoffer_free_first`` off it always packs on both: best fit then
+        picks an expired job's server over an empty one, and preempts it
+        for nothing)."""
         # a job still restoring from its last preemption is not re-offered
         now = view.now
         expired = [
@@ -205,7 +217,8 @@ class ReferenceDally(BasePolicy):
             for job in view.lease_expired
             if job.status == Status.RUNNING and job.busy_until <= now
         ]
-        pool = list(view.free_per_server)
+        free = list(view.free_per_server)  # free now, less what challengers took
+        pool = list(free)  # plus the expired jobs' GPUs
         for job in expired:
             for server, g in job.placement:
                 pool[server] += g
@@ -222,9 +235,14 @@ class ReferenceDally(BasePolicy):
             while challenger is not None and challenger.efficiency < eff - self.margin:
                 if challenger.gpus <= sum(pool):  # (else it takes nothing: spare the packer)
                     level = self.allowed_level(view, challenger)
-                    won = placement_on(view.cluster, pool, challenger.gpus, level)
+                    won = None
+                    if self.reoffer_free_first:
+                        won = placement_on(view.cluster, free, challenger.gpus, level)
+                    if won is None:  # it needs expired GPUs (or the old rule)
+                        won = placement_on(view.cluster, pool, challenger.gpus, level)
                     for server, g in won or ():
                         pool[server] -= g
+                        free[server] -= min(g, free[server])  # free GPUs go first
                 challenger = next(waiting, None)
             if all(pool[server] >= g for server, g in incumbent.placement):
                 for server, g in incumbent.placement:

@@ -18,6 +18,10 @@ speed-ups; ``tests/test_golden.py`` compares the current code against it.
 
     python -m tests.golden_results            # rewrite tests/golden/results.json
     python -m tests.golden_results --check    # compare and list differences
+    python -m tests.golden_results --policies dally,dally-1-2   # rewrite only those cells
+
+Rewrite only the cells of a deliberate change of results, and check that
+every other cell is unchanged (``--check``, or ``pytest --golden-full``).
 """
 
 from __future__ import annotations
@@ -135,9 +139,14 @@ def main(argv: list[str] | None = None) -> int:
         todo = [c for c in todo if c[2] in args.policies.split(",")]
     if args.congestion:
         todo = [c for c in todo if c[1] in args.congestion.split(",")]
-    if args.policies or args.congestion:
-        if args.check is False:
-            ap.error("--policies/--congestion only with --check (the file holds every cell)")
+    if (
+        (args.policies or args.congestion or args.workload)
+        and not args.check
+        and not GOLDEN.exists()
+    ):
+        ap.error(
+            "--workload/--policies/--congestion write into an existing file (it holds every cell)"
+        )
     golden = load_golden() if GOLDEN.exists() else {}
     bad = 0
     for cell in todo:
