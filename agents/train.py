@@ -264,7 +264,11 @@ def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: boo
         f"({stats['steps_per_cpu_s']:.0f} steps per CPU second)"
     )
     best = out / "best" / "best_model.zip"
-    return best if best.is_file() else out / "final.zip"
+    if not best.is_file():  # training ended before its first validation
+        best.parent.mkdir(exist_ok=True)
+        shutil.copyfile(out / "final.zip", best)
+        print("no validation ran before the end (eval_freq > steps): best/ holds the final model")
+    return best
 
 
 def warm_start(
