@@ -66,8 +66,10 @@ class EnvModelPolicy:
         self.name = name
         self.env_kwargs = env_arguments(env_kwargs, env_id)
         # the env itself validates the arguments and owns the observation
-        # config and action codec the model was trained against
-        probe = ClusterEnv(**self.env_kwargs)
+        # config and action codec the model was trained against; none of them
+        # depends on the trace, so the probe runs one 1-GPU job (the env's own
+        # trace may not fit a cluster given here, and need not be loaded)
+        probe = ClusterEnv(**{**self.env_kwargs, "trace": _probe_trace()})
         self.observation_space = probe.observation_space
         self.cluster = probe.cluster
         self._obs_cfg = probe._obs_cfg  # noqa: SLF001
@@ -113,6 +115,16 @@ class EnvModelPolicy:
         return self._codec.decode(a, builder)
 
 
+def _probe_trace() -> Any:
+    """One 1-GPU job: enough to build an env for its spaces."""
+    import pandas as pd
+
+    from ddl_gym.traces.schema import make_trace
+
+    job = {"job_id": "probe", "arrival_s": 0.0, "gpus": 1, "model": "resnet18"}
+    return make_trace("probe", pd.DataFrame([{**job, "iterations": 1.0, "iter_time_s": 1.0}]), None)
+
+
 def sb3_predictor(model: Any, observation_space: Any, deterministic: bool = True) -> Predict:
     """``predict(obs, mask)`` of an SB3 model, whichever observation it was
     trained on: the env's ``Dict`` (``MultiInputPolicy``) or the same
@@ -120,6 +132,16 @@ def sb3_predictor(model: Any, observation_space: Any, deterministic: bool = True
     from gymnasium import spaces
 
     flat = not isinstance(model.observation_space, spaces.Dict)
+    if not flat:  # the Dict's parts, one by one, in this env's words
+        for key, space in observation_space.spaces.items():
+            theirs = model.observation_space.spaces.get(key)
+            if theirs is None or theirs.shape != space.shape:
+                got = "no such part" if theirs is None else f"shape {theirs.shape}"
+                raise ValueError(
+                    f"the model's observation part {key!r} has {got}, this env's has shape "
+                    f"{space.shape}: check env_kwargs (cluster: servers and racks; K: pending "
+                    "rows; M: running rows) against its training env"
+                )
     if flat:
         expected = spaces.flatdim(observation_space)
         got = int(np.prod(model.observation_space.shape))

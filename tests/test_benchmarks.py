@@ -452,3 +452,18 @@ def test_datasets_cut_an_episode_where_the_policy_leaves_the_windows(data_dir, t
         assert episode.truncations[-1] or episode.terminations[-1]
         assert len(episode.infos["action_mask"]) == n + 1
         assert all(len(v) == n + 1 for v in episode.observations.values())
+
+
+def test_load_policy_speaks_of_windows_and_clusters(readme_sb3_zip):
+    """The README's model (Small-v0: 2x2x4, K = M = 4) loads without its
+    env's trace having to fit (the probe runs one small job), and a K or
+    cluster mismatch is reported in the env's words, not as SB3's shape error."""
+    from ddl_gym.agents import load_policy
+
+    path, env_id, env_kwargs = readme_sb3_zip
+    policy = load_policy(path, env_id=env_id, env_kwargs={**env_kwargs, "cluster": "2x2x4"})
+    assert policy.cluster.num_gpus == 16
+    with pytest.raises(ValueError, match="'pending' has shape .*K: pending rows"):
+        load_policy(path, env_id=env_id, env_kwargs={**env_kwargs, "K": 8})
+    with pytest.raises(ValueError, match="'(racks|servers)' has shape .*cluster"):
+        load_policy(path, env_id=env_id, env_kwargs={**env_kwargs, "cluster": "4x2x4"})
