@@ -356,3 +356,20 @@ def test_train_takes_a_synthetic_scenario_as_trace_files(tmp_path):
         assert spec.startswith(str(tmp_path / "traces"))
         got, want = load_trace(spec).jobs, small.build_trace(seed).jobs
         pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True))
+
+
+def test_evaluate_takes_seeds_as_compare_does():
+    """One seed syntax: `evaluate --seeds` takes compare's 0-2 and 0,1,2 as
+    well as space-separated seeds."""
+    from ddl_gym.cli.evaluate import _seeds
+    from ddl_gym.cli.main import build_parser
+
+    parser = build_parser()
+    for argv, want in (
+        (["--seeds", "0-2"], [0, 1, 2]),
+        (["--seeds", "0,1,2"], [0, 1, 2]),
+        (["--seeds", "0", "1", "5"], [0, 1, 5]),
+        (["--seeds", "0-1,7", "9"], [0, 1, 7, 9]),
+        ([], None),
+    ):
+        assert _seeds(parser.parse_args(["evaluate", *argv])) == want

@@ -31,7 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_scenario_args(e)
     e.add_argument("--model", type=Path, action="append", help="model .zip (repeatable)")
     e.add_argument(
-        "--seeds", type=int, nargs="+", help="seeds (default: 0 1 2; with --suite: each case's)"
+        "--seeds",
+        nargs="+",
+        help="seeds as compare takes them (0-2, 0,1,2) or space-separated (default: 0-2; "
+        "with --suite: each case's)",
     )
     e.add_argument(
         "--window-h",
@@ -56,6 +59,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     e.set_defaults(func=run)
 
 
+def _seeds(args: argparse.Namespace) -> list[int] | None:
+    """``--seeds`` in any of compare's forms, also split over several words."""
+    if not args.seeds:
+        return None
+    from ddl_gym.cli.compare import parse_seeds
+
+    return [seed for word in args.seeds for seed in parse_seeds(word)]
+
+
 def run(args: argparse.Namespace) -> int:
     if args.suite or args.policy:
         return _run_suite(args)
@@ -68,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     evaluate(
         args.model,
         specs,
-        args.seeds or [0, 1, 2],
+        _seeds(args) or [0, 1, 2],
         args.window_h,
         scenario.congestion,
         args.baselines,
@@ -84,7 +96,8 @@ def _run_suite(args: argparse.Namespace) -> int:
 
     if not args.policy:
         raise CliError("--suite needs --policy (a heuristic name, agent:PATH or module:function)")
-    seeds = ",".join(map(str, args.seeds)) if args.seeds else None
+    chosen = _seeds(args)
+    seeds = ",".join(map(str, chosen)) if chosen else None
     bench = argparse.Namespace(
         policy=args.policy,
         suite=args.suite or DEFAULT_SUITE,
