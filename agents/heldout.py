@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from ddl_gym.agents.envs import fixed_windows, resolve_traces, time_part
+from ddl_gym.baselines import HEURISTICS, ORACLES
 
 from ddl_gym.engine import WAIT, Wait, simulate
 from ddl_gym.traces import Trace
@@ -41,18 +42,6 @@ METRICS = {  # summary key -> (column title, scale)
     "comm_overhead": ("comm overhead (comm/compute)", 1.0),
 }
 HIST = ("delays", "alloc_machine", "alloc_rack", "alloc_network", "preemptions")
-# every registered heuristic but random; sjf/srtf need true sizes: oracles
-HEURISTICS = (
-    "fifo",
-    "consolidation",
-    "tiresias",
-    "gandiva",
-    "dally-delay",
-    "dally-1-2",
-    "dally-6-12",
-    "dally",
-)
-ORACLES = ("sjf", "srtf")
 
 
 @dataclass(frozen=True)

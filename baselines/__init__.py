@@ -64,6 +64,10 @@ _FACTORIES: dict[str, Callable[..., BasePolicy]] = {
 }
 
 POLICY_NAMES: tuple[str, ...] = tuple(_FACTORIES)
+# The policies comparisons rank: every registered one but random, split into
+# the non-clairvoyant heuristics and the oracles, which read true job sizes
+ORACLES: tuple[str, ...] = ("sjf", "srtf")
+HEURISTICS: tuple[str, ...] = tuple(n for n in POLICY_NAMES if n not in ORACLES and n != "random")
 
 
 def make_policy(name: str, reference: bool = False, **kwargs: Any) -> BasePolicy:
@@ -83,6 +87,8 @@ def make_policy(name: str, reference: bool = False, **kwargs: Any) -> BasePolicy
 
 __all__ = [
     "DEFAULT_ENGINE_KWARGS",
+    "HEURISTICS",
+    "ORACLES",
     "POLICY_NAMES",
     "AutoTuner",
     "BasePolicy",

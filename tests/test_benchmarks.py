@@ -16,9 +16,9 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
+from ddl_gym.baselines import HEURISTICS
 
 from ddl_gym.benchmarks import evaluate, get_suite, resolve_policy, suite_hash
-from ddl_gym.benchmarks.policies import HEURISTICS
 from ddl_gym.benchmarks.suite import FAMILIES, SPLITS
 from ddl_gym.engine import WAIT, Place
 from ddl_gym.perf import Level

@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 import time
 
+from ddl_gym.baselines import HEURISTICS, ORACLES
 from ddl_gym.benchmarks.evaluate import evaluate
-from ddl_gym.benchmarks.policies import HEURISTICS, ORACLES
 
 BUDGET_S = 600.0
 

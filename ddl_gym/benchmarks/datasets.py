@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ddl_gym.benchmarks.policies import HEURISTICS, resolve_policy
+from ddl_gym.baselines import HEURISTICS
+from ddl_gym.benchmarks.policies import resolve_policy
 from ddl_gym.benchmarks.suite import Case, get_suite
 
 if TYPE_CHECKING:

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ddl_gym.baselines import HEURISTICS, ORACLES
 from ddl_gym.benchmarks import stats
 from ddl_gym.benchmarks.evaluate import evaluate, slug
-from ddl_gym.benchmarks.policies import HEURISTICS, ORACLES
 from ddl_gym.benchmarks.suite import Suite, get_suite, suite_hash
 
 COMMAND = "ddl-gym benchmark leaderboard --suite ddl-gym-v1 --split test --agent --resume"

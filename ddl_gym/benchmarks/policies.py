@@ -16,21 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ddl_gym.baselines import POLICY_NAMES, make_policy
+from ddl_gym.baselines import ORACLES, POLICY_NAMES, make_policy
 from ddl_gym.topology import Cluster
-
-# Every registered heuristic but random; SJF/SRTF read true job sizes.
-HEURISTICS: tuple[str, ...] = (
-    "fifo",
-    "consolidation",
-    "tiresias",
-    "gandiva",
-    "dally-delay",
-    "dally-1-2",
-    "dally-6-12",
-    "dally",
-)
-ORACLES: tuple[str, ...] = ("sjf", "srtf")
 
 
 @dataclass(frozen=True)

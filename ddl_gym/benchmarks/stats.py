@@ -36,7 +36,7 @@ import pandas as pd
 import scipy.stats
 from rliable import metrics
 
-from ddl_gym.benchmarks.policies import HEURISTICS
+from ddl_gym.baselines import HEURISTICS
 
 REPS = 2000
 CI = 0.95

@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from ddl_gym.benchmarks.policies import HEURISTICS, ORACLES
+from ddl_gym.baselines import HEURISTICS, ORACLES
 
 DEFAULT_SUITE = "ddl-gym-v1"
 

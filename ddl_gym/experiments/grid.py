@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ddl_gym.baselines import POLICY_NAMES, make_policy
+from ddl_gym.baselines import ORACLES, POLICY_NAMES, make_policy
 from ddl_gym.engine import simulate
 from ddl_gym.traces import (
     Trace,
@@ -138,7 +138,7 @@ def is_policy_name(name: str) -> bool:
 # Policies that read true job sizes (remaining work) when the engine is
 # clairvoyant; as shipped they ask for it (their engine_kwargs()). Every table
 # labels them "(oracle)": no real scheduler knows job sizes.
-ORACLE_POLICIES = frozenset({"sjf", "srtf"})
+ORACLE_POLICIES = frozenset(ORACLES)
 
 
 def is_clairvoyant(policy: Any, explicit: Mapping[str, Any] | None = None) -> bool:
