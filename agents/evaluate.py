@@ -20,6 +20,7 @@ import pandas as pd
 from ddl_gym.agents.envs import fixed_windows, resolve_traces, time_part
 from tqdm.auto import tqdm
 
+from ddl_gym.cli.evaluate import HEURISTICS, add_evaluate_options
 from ddl_gym.engine import simulate
 from ddl_gym.traces import Trace
 
@@ -28,7 +29,6 @@ DALLY_EVAL_TRACES = (
     "traces/dally/sense_500jobs_poisson-100jobsPday.json",
     "traces/dally/sense_500jobs_poisson-50jobsPday.json",
 )
-HEURISTICS = ("fifo", "tiresias", "gandiva", "dally")
 METRICS = {  # summary key -> (column title, scale)
     "mean_jct_s": ("mean JCT (h)", 1 / 3600),
     "makespan_s": ("makespan (h)", 1 / 3600),
@@ -165,19 +165,6 @@ def evaluate(
     if csv:
         df.to_csv(csv, index=False)
     return df
-
-
-def add_evaluate_options(ap: argparse.ArgumentParser) -> None:
-    """The options shared by ``scripts/evaluate.py`` and ``ddl-gym evaluate``."""
-    ap.add_argument(
-        "--window-h",
-        type=float,
-        default=None,
-        help="window length in hours (default: the agent's training window; "
-        "0 = the whole test part)",
-    )
-    ap.add_argument("--baselines", nargs="*", default=list(HEURISTICS))
-    ap.add_argument("--csv", type=Path, help="write the per-window results here")
 
 
 # -- command line (scripts/evaluate.py; ddl-gym evaluate is ddl_gym.cli.evaluate)

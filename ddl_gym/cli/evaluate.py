@@ -11,7 +11,8 @@ from pathlib import Path
 from ddl_gym.cli.common import add_scenario_args, epilog, resolve_scenario
 from ddl_gym.cli.workload import agent_trace_specs
 
-HEURISTICS = ("fifo", "tiresias", "gandiva", "dally")  # as ddl_gym.agents.evaluate
+# the baselines an agent is judged against by default (ddl_gym.agents.evaluate)
+HEURISTICS = ("fifo", "tiresias", "gandiva", "dally")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,15 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="seeds as compare takes them (0-2, 0,1,2) or space-separated (default: 0-2; "
         "with --suite: each case's)",
     )
-    e.add_argument(
-        "--window-h",
-        type=float,
-        default=None,
-        help="window length in hours (default: the agent's training window; "
-        "0 = the whole test part)",
-    )
-    e.add_argument("--baselines", nargs="*", default=list(HEURISTICS))
-    e.add_argument("--csv", type=Path, help="write the per-window results here")
+    add_evaluate_options(e)
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
     bench = e.add_argument_group(
         "benchmark suite (as `ddl-gym benchmark evaluate`; --policy or --suite selects it)"
@@ -57,6 +50,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     bench.add_argument("--quick", action="store_true", help="the quick sub-suite")
     bench.add_argument("--backend", choices=("local", "ray"), default="local")
     e.set_defaults(func=run)
+
+
+def add_evaluate_options(ap: argparse.ArgumentParser) -> None:
+    """The options shared by ``ddl-gym evaluate`` and ``scripts/evaluate.py``
+    (``ddl_gym.agents.evaluate.main``); here, so the command line's help
+    imports no torch."""
+    ap.add_argument(
+        "--window-h",
+        type=float,
+        default=None,
+        help="window length in hours (default: the agent's training window; "
+        "0 = the whole test part)",
+    )
+    ap.add_argument("--baselines", nargs="*", default=list(HEURISTICS))
+    ap.add_argument("--csv", type=Path, help="write the per-window results here")
 
 
 def _seeds(args: argparse.Namespace) -> list[int] | None:
