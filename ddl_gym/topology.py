@@ -302,8 +302,11 @@ def save_fabric(fabric: Fabric, path: str | Path) -> Path:
 
 
 def get_fabric(fabric: str | Path | Fabric) -> Fabric:
-    """A fabric by preset name, saved-preset name (``ddl_gym/fabrics/*.json``)
-    or path to a JSON file."""
+    """A fabric by preset name, saved-preset name (``ddl_gym/fabrics/*.json``),
+    user-preset name (``ddl-gym calibrate --table``, in the user data dir:
+    ``ddl_gym.userdata``) or path to a JSON file."""
+    from ddl_gym import userdata  # light; keeps platformdirs off the import path
+
     if isinstance(fabric, Fabric):
         return fabric
     name = str(fabric)
@@ -314,7 +317,10 @@ def get_fabric(fabric: str | Path | Fabric) -> Fabric:
         return load_fabric(saved)
     if name.endswith(".json") and Path(name).is_file():
         return load_fabric(name)
-    known = ", ".join(list(FABRICS) + saved_fabric_names())
+    user = userdata.fabrics_dir() / f"{name}.json"
+    if "/" not in name and user.is_file():
+        return load_fabric(user)
+    known = ", ".join(list(FABRICS) + saved_fabric_names() + userdata.user_fabric_names())
     raise ValueError(f"unknown fabric {name!r}; known fabrics: {known} (or a .json path)")
 
 

@@ -37,6 +37,7 @@ import json
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -272,6 +273,75 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
     return df
 
 
+# -- the one reader of iteration-time tables ----------------------------------
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured iteration time: what every iteration-time table holds.
+
+    ``job`` names the (model, per-GPU batch) the point belongs to; its
+    single-GPU point (placement ``(1,)``) is the reference of the others.
+    ``where`` says where the point is in its file (for error messages).
+    """
+
+    model: str
+    job: str
+    local_bsz: float
+    placement: tuple[int, ...]
+    t_iter: float
+    where: int | str = ""
+    repeat: str = ""
+    cluster: str = ""  # where one file holds several clusters (Gavel); else the frame's
+
+
+def points_frame(
+    path: Path,
+    source: str,
+    cluster: str,
+    points: list[Point],
+    missing_reference: str = "error",
+) -> pd.DataFrame:
+    """The tidy rows (``COLUMNS``) of one cluster's measured iteration times.
+
+    Each point's reference is the single-GPU time of its job (the median over
+    repeats where the table repeats it), so ``ratio = t_iter / t_compute``.
+    A job with no single-GPU point is an error (``missing_reference =
+    "error"``) or left out (``"skip"``: Gavel, whose 0 means "not profiled").
+    Every reader of iteration times (the bundled Gavel and Pollux tables and
+    :func:`read_table`, a user's own) goes through here.
+    """
+    singles: dict[tuple[str, str], list[float]] = {}
+    for pt in points:
+        if pt.placement == (1,):
+            singles.setdefault((pt.cluster, pt.job), []).append(pt.t_iter)
+    rows = []
+    for pt in points:
+        if (pt.cluster, pt.job) not in singles:
+            if missing_reference == "skip":
+                continue
+            raise MeasuredTableError(
+                path, f"no single-GPU (placement 1) row for {pt.job}", pt.where, "placement"
+            )
+        t_c = float(np.median(singles[(pt.cluster, pt.job)]))
+        rows.append(
+            _row(
+                source,
+                pt.cluster or cluster,
+                pt.model,
+                pt.job,
+                pt.local_bsz,
+                pt.placement,
+                t_c,
+                "table",
+                pt.t_iter,
+                pt.t_iter / t_c,
+                (1,),
+            )
+        )
+    return _frame(rows)
+
+
 # -- Gavel -------------------------------------------------------------------
 
 _GAVEL_JOB = re.compile(r"^(?P<name>[A-Za-z0-9\-]+)(?: \(batch size (?P<bsz>\d+)\))?$")
@@ -293,17 +363,12 @@ def _gavel_points(
     spread_gpus_per_server: int,
 ) -> pd.DataFrame:
     """Turn ``(row, gpu_type, job, consolidated, gpus, steps/s)`` into tidy rows."""
-    single: dict[tuple[str, str], float] = {}
-    for _, gpu, job, _, gpus, thr in points:
-        if gpus == 1 and thr > 0:
-            single[(gpu, job)] = 1.0 / thr
-    rows: list[dict] = []
+    pts: list[Point] = []
     seen: set[tuple[str, str, bool, int]] = set()
     for row, gpu, job, consolidated, gpus, thr in points:
         model, bsz = _gavel_job(path, row, "job_type", job)
-        t_c = single.get((gpu, job))
-        if thr == 0 or t_c is None:
-            continue  # 0 = not profiled / does not fit; no 1-GPU time = no reference
+        if thr == 0:
+            continue  # 0 = not profiled / does not fit
         if gpus == 1:
             consolidated = True  # packed and spread are the same single GPU
         key = (gpu, job, consolidated, gpus)
@@ -318,23 +383,8 @@ def _gavel_points(
         # Gavel's steps/s of a multi-GPU job grows about linearly with its GPUs:
         # it counts every worker's steps. One synchronous iteration of the job
         # therefore takes gpus / throughput seconds.
-        t_iter = gpus / thr
-        rows.append(
-            _row(
-                "gavel",
-                f"gavel_{gpu}",
-                model,
-                job,
-                bsz,
-                placement,
-                t_c,
-                "table",
-                t_iter,
-                t_iter / t_c,
-                (1,),
-            )
-        )
-    return _frame(rows)
+        pts.append(Point(model, job, bsz, placement, gpus / thr, row, cluster=f"gavel_{gpu}"))
+    return points_frame(path, "gavel", "gavel", pts, missing_reference="skip")
 
 
 def read_gavel_flat(path: str | Path, spread_gpus_per_server: int = 1) -> pd.DataFrame:
@@ -474,30 +524,17 @@ def read_pollux_placements(path: str | Path, model: str | None = None) -> pd.Dat
         step = _number(path, i, "step_time", cells["step_time"])
         _number(path, i, "sync_time", cells["sync_time"], allow_zero=True)
         points.append((i, placement, bsz, step))
-    single = {bsz: step for _, placement, bsz, step in points if placement == (1,)}
-    out = []
-    for i, placement, bsz, step in points:
+    single = {bsz for _, placement, bsz, _ in points if placement == (1,)}
+    for i, _, bsz, _ in points:
         if bsz not in single:
             raise MeasuredTableError(
                 path, f"no single-GPU (placement '1') row with local_bsz {bsz}", i, "local_bsz"
             )
-        t_c = single[bsz]
-        out.append(
-            _row(
-                "pollux",
-                "pollux_t4",
-                POLLUX_MODELS[name],
-                f"{name} bsz={bsz}",
-                float(bsz),
-                placement,
-                t_c,
-                "table",
-                step,
-                step / t_c,
-                (1,),
-            )
-        )
-    return _frame(out)
+    pts = [
+        Point(POLLUX_MODELS[name], f"{name} bsz={bsz}", float(bsz), placement, step, i)
+        for i, placement, bsz, step in points
+    ]
+    return points_frame(path, "pollux", "pollux_t4", pts)
 
 
 def read_pollux(root: str | Path) -> pd.DataFrame:
@@ -505,6 +542,109 @@ def read_pollux(root: str | Path) -> pd.DataFrame:
     root = Path(root)
     frames = [read_pollux_placements(root / name / "placements.csv") for name in POLLUX_MODELS]
     return pd.concat(frames, ignore_index=True)
+
+
+# -- a user's own table ---------------------------------------------------------
+
+TABLE_COLUMNS = ("model", "local_bsz", "placement", "t_iter")
+TABLE_OPTIONAL = ("repeat", "hardware")
+_SERVER_SPLIT = re.compile(r"[+,;\s]+")
+
+
+def parse_servers(text: str) -> tuple[int, ...]:
+    """GPUs per server of a placement, any server size: ``"8+8"``, ``"8,8"``,
+    ``"4 2"`` or ``"16"`` (one server of 16). Largest first.
+
+    Raises ``ValueError`` on an empty placement, a part that is not a whole
+    number or a server with no GPUs.
+    """
+    parts = [p for p in _SERVER_SPLIT.split(text.strip()) if p]
+    if not parts:
+        raise ValueError("empty placement")
+    try:
+        servers = tuple(int(p) for p in parts)
+    except ValueError:
+        raise ValueError(
+            f"placement {text!r}: GPUs per server as whole numbers joined by '+' (e.g. 8+8)"
+        ) from None
+    if any(k < 1 for k in servers):
+        raise ValueError(f"placement {text!r}: every server holds at least one GPU")
+    return tuple(sorted(servers, reverse=True))
+
+
+@dataclass(frozen=True)
+class UserTable:
+    """A measured table in the documented format (:func:`read_table`)."""
+
+    rows: pd.DataFrame  # COLUMNS, plus "repeat"
+    hardware: str  # the table's hardware description ("" if it gives none)
+
+
+def read_table(path: str | Path, cluster: str | None = None) -> UserTable:
+    """A measured placement table in ddl-gym's own CSV format (one cluster).
+
+    Columns (header names; order free, other columns ignored):
+
+    * ``model``: a catalogue model (``ddl_gym.profiles.MODEL_NAMES``);
+    * ``local_bsz``: per-GPU batch size;
+    * ``placement``: GPUs per server, ``+``-joined (``8+8`` = two servers of
+      8; ``4`` = 4 GPUs on one server; ``,`` also works inside quotes);
+    * ``t_iter``: seconds per training iteration;
+    * ``repeat`` (optional): a repeat id; rows that differ only in it are
+      repeats (their spread is the table's repeatability floor);
+    * ``hardware`` (optional): a description of the hardware (GPU,
+      intra-server link, network, e.g. ``8x A100 SXM4 NVSwitch, 8x HDR
+      InfiniBand``); one per table. It chooses the transfer prior
+      (``ddl_gym.fidelity.hardware``).
+
+    Every (model, local_bsz) needs a single-GPU row (placement ``1``): it is
+    the reference of that job's other rows (the median over its repeats).
+    """
+    path = Path(path)
+    name = cluster or path.stem
+    points = []
+    hardware: set[str] = set()
+    for i, cells in _read_csv(path, TABLE_COLUMNS):
+        model = cells["model"]
+        if model not in MODEL_NAMES:
+            raise MeasuredTableError(
+                path, f"unknown model {model!r}; known: {', '.join(MODEL_NAMES)}", i, "model"
+            )
+        bsz = _number(path, i, "local_bsz", cells["local_bsz"])
+        try:
+            placement = parse_servers(cells["placement"])
+        except ValueError as err:
+            raise MeasuredTableError(path, str(err), i, "placement") from None
+        t_iter = _number(path, i, "t_iter", cells["t_iter"])
+        if cells.get("hardware"):
+            hardware.add(cells["hardware"])
+        job = f"{model} bsz={bsz:g}"
+        points.append(Point(model, job, bsz, placement, t_iter, i, cells.get("repeat", "")))
+    if len(hardware) > 1:
+        raise MeasuredTableError(
+            path, f"one hardware description per table, got {sorted(hardware)}", None, "hardware"
+        )
+    df = points_frame(path, "table", name, points)
+    df["repeat"] = [pt.repeat for pt in points]
+    return UserTable(df, next(iter(hardware), ""))
+
+
+def write_table(df: pd.DataFrame, path: str | Path, hardware: str = "") -> Path:
+    """Write rows with ``t_iter`` (e.g. a bundled table's) in :func:`read_table`'s
+    format: the bundled sources are instances of the same format."""
+    path = Path(path)
+    out = pd.DataFrame(
+        {
+            "model": df["model"],
+            "local_bsz": df["local_bsz"],
+            "placement": ["+".join(map(str, p)) for p in df["placement"]],
+            "t_iter": df["t_iter"],
+        }
+    )
+    if hardware:
+        out["hardware"] = hardware
+    out.to_csv(path, index=False)
+    return path
 
 
 # -- Chronus -----------------------------------------------------------------
