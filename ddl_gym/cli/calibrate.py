@@ -1,5 +1,7 @@
-"""``ddl-gym calibrate``: the network model's fidelity report
-(``ddl_gym.fidelity.report.run``)."""
+"""``ddl-gym calibrate``: fit your own measured table (``--table``,
+``ddl_gym.fidelity.own_table``) or write the network model's fidelity report
+on the bundled tables (``ddl_gym.fidelity.report.run``). Outputs go to the
+user data dir (``ddl_gym.userdata``) or ``--out``, never into the package."""
 
 from __future__ import annotations
 
@@ -19,20 +21,45 @@ from ddl_gym.cli.common import (
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "calibrate",
-        help="fidelity of the network model against measurements (scripts/calibrate.py)",
-        description="Fit fabric presets to the measured placement tables and write the fidelity "
-        "report. The scenario's fabric (if it is a built-in preset) is the base of the fits.",
+        help="fit the network model to your measured table (--table), or its fidelity report",
+        description="With --table: fit a fabric to your own measured placement table (CSV: "
+        "model, local_bsz, placement as GPUs per server e.g. 8+8, t_iter; optional repeat, "
+        "hardware; see docs/calibration.md), cross-validate it, report the error per level "
+        "and save it as a preset in the user data dir, usable as fabric=NAME. Without: fit "
+        "presets to the bundled measured tables and write the fidelity report.",
         epilog=epilog(
+            "ddl-gym calibrate --table my_cluster.csv --name my_cluster",
+            "ddl-gym calibrate --table dgx.csv --base a100_nvlink_ib --no-save --out /tmp/cal",
             "ddl-gym calibrate --no-save --out /tmp/cal",
-            "ddl-gym calibrate -s small --loss soft_l1 --no-save --out /tmp/cal",
             "ddl-gym calibrate --clusters gavel_k80,chronus --no-save --out /tmp/cal",
+            "ddl-gym calibrate --docs   # regenerate docs/calibration.md (source checkout)",
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    t = p.add_argument_group("your own table")
+    t.add_argument("--table", type=Path, help="your measured table (CSV, documented format)")
+    t.add_argument(
+        "--name", help="name of the saved preset (default: the table's file name, no suffix)"
+    )
+    t.add_argument(
+        "--base",
+        help="preset whose unfitted fields the fit keeps and that the report compares "
+        "(default: the datasheet preset nearest the table's hardware column)",
+    )
+    t.add_argument("--hardware", help="hardware description (overrides the table's column)")
     add_scenario_args(p)
     p.add_argument("--data", type=Path, help="data dir (default: ../shared/data)")
     p.add_argument(
-        "--out", type=Path, default=Path("docs"), help="where calibration.md/.png go (docs/)"
+        "--out",
+        type=Path,
+        default=None,
+        help="where the report (and, bundled tables, the fitted presets) go "
+        "(default: the user data dir's calibration/)",
+    )
+    p.add_argument(
+        "--docs",
+        action="store_true",
+        help="bundled tables: regenerate the repository's docs/calibration.md (saves no presets)",
     )
     p.add_argument(
         "--loss", choices=["linear", "soft_l1", "cauchy"], help="least-squares loss (soft_l1)"
@@ -51,7 +78,44 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def run_table(args: argparse.Namespace) -> int:
+    from ddl_gym import userdata
+    from ddl_gym.fidelity.measured import MeasuredTableError
+    from ddl_gym.fidelity.own_table import DEFAULT_LOSS, calibrate_table
+
+    if args.docs or args.clusters or args.scenario or args.config:
+        raise CliError("--table fits your table alone: no --docs, --clusters or scenario")
+    try:
+        rep = calibrate_table(
+            args.table,
+            name=args.name,
+            base=args.base,
+            save=not args.no_save,
+            hardware=args.hardware,
+            loss=args.loss or DEFAULT_LOSS,
+            seed=args.seed,
+        )
+    except (MeasuredTableError, ValueError) as err:
+        raise CliError(str(err)) from None
+    out = args.out if args.out is not None else userdata.data_home() / "calibration"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{rep.name}.md"
+    path.write_text(rep.markdown)
+    print(rep.markdown.split("## What the form")[0].rstrip())
+    print(
+        f"\n{len(rep.below_one)} rows below 1 and {len(rep.non_monotone)} non-monotone rows "
+        f"the form cannot express: listed in {path}"
+    )
+    if rep.saved is None:
+        print("not saved (--no-save)")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.table is not None:
+        return run_table(args)
+    if args.name or args.base or args.hardware:
+        raise CliError("--name, --base and --hardware go with --table")
     from ddl_gym.fidelity import report
     from ddl_gym.fidelity.calibrate import CALIBRATION_DRAWS
     from ddl_gym.topology import FABRICS
@@ -68,9 +132,13 @@ def run(args: argparse.Namespace) -> int:
     draws = CALIBRATION_DRAWS if args.draws is None else args.draws
     if draws < 1:
         raise CliError(f"--draws must be at least 1, got {draws}")
+    try:
+        out = report.output_dir(args)
+    except ValueError as err:
+        raise CliError(str(err)) from None
     text = report.run(
         data,
-        args.out,
+        out,
         not args.no_save,
         base,
         args.loss or report.DEFAULT_LOSS,
@@ -79,5 +147,5 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         draws=draws,
     )
-    print(report.summary(text, args.out))
+    print(report.summary(text, out))
     return 0

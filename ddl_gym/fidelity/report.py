@@ -6,8 +6,9 @@ evaluates the fits on data they did not see (held-out placements, held-out
 models, other clusters), saves the fitted presets and writes
 ``<out>/calibration.md`` and ``<out>/calibration.png``.
 
-    ddl-gym calibrate [--data DIR] [--out DIR] [--no-save] [--draws N]
+    ddl-gym calibrate [--data DIR] [--out DIR | --docs] [--no-save] [--draws N]
     python scripts/calibrate.py ...      # the same
+    ddl-gym calibrate --table FILE       # your own cluster (fidelity.own_table)
 
 :func:`run` goes step by step: :func:`select_rows`, :func:`table_limits`,
 :func:`fit_clusters`, :func:`hold_outs`, :func:`save_presets`,
@@ -69,6 +70,7 @@ from ddl_gym.fidelity.measured import (
     read_gavel_json,
     read_worker_cv,
 )
+from ddl_gym.fidelity.unseen import unseen_markdown, unseen_table
 from ddl_gym.perf import PerfModel, Shape
 from ddl_gym.profiles import MODEL_NAMES, get_profile
 from ddl_gym.topology import (
@@ -768,8 +770,11 @@ def _network_refit_errors(
     return net_err
 
 
-def save_presets(fits: dict[str, FitResult]) -> list[Path]:
-    """Save every cluster's fit as a preset in ``ddl_gym/fabrics/``."""
+def save_presets(fits: dict[str, FitResult], directory: Path) -> list[Path]:
+    """Save every cluster's fit as a preset in ``directory`` (the output
+    folder's ``fabrics/``, never the package: the shipped presets in
+    ``ddl_gym/fabrics/`` change only by a deliberate copy, since golden
+    results depend on them)."""
     saved = []
     for c, fit in fits.items():
         # the shipped presets' description names the fitting module as it was
@@ -778,7 +783,7 @@ def save_presets(fits: dict[str, FitResult]) -> list[Path]:
             f"fitted by ddl_gym.calibrate to {c} ({fit.points} measured points, "
             f"rms log error {fit.rms_log_error:.3f}); uplink = NIC (not measured)"
         )
-        saved.append(save_fitted(fit, description=desc))
+        saved.append(save_fitted(fit, directory=directory, description=desc))
     return saved
 
 
@@ -946,7 +951,7 @@ def run(
     cf = fit_clusters(df, clusters, base, loss, steps)
     ho = hold_outs(df, clusters, folds, cf, base, loss, seed, draws, steps)
     steps.close()
-    saved = save_presets(cf.fits) if save else []
+    saved = save_presets(cf.fits, out_dir / "fabrics") if save else []
     plot_predictions(df, clusters, base, ho.pred_pl, out_dir)
     tables = report_tables(df, clusters, cf, ho)
     text = markdown(
@@ -963,6 +968,14 @@ def run(
         saved,
         cpu_s=time.process_time() - t0,
     )
+    stated = dict(STATED_HARDWARE)
+    section = unseen_markdown(
+        unseen_table(df, cf.transfer_fits, stated, seed=seed, draws=draws),
+        df,
+        cf.transfer_fits,
+        stated,
+    )
+    text = text.replace("## Fitted parameters", section + "\n## Fitted parameters", 1)
     (out_dir / "calibration.md").write_text(text)
     return text
 
@@ -1052,11 +1065,12 @@ def markdown(
         + (
             " Saved as "
             + ", ".join(f"`{p.stem}`" for p in saved)
-            + " in `ddl_gym/fabrics/` (usable by name in the env and `simulate()`; "
-            "their uplink is a copy of the NIC, not measured)."
+            + f" in `{saved[0].parent}` (their uplink is a copy of the NIC, not measured)."
             if saved
             else ""
-        ),
+        )
+        + " The package ships these fits as `fitted_<cluster>` in `ddl_gym/fabrics/` "
+        "(usable by name in the env and `simulate()`); `calibrate` never writes there.",
         "",
         _md(t.params, "{}"),
         "",
@@ -1221,12 +1235,7 @@ def main(argv: list[str] | None = None) -> int:
         default=default_data_dir(),
         help="developers' data dir (default: ../shared/data next to the repo)",
     )
-    p.add_argument(
-        "--out",
-        type=Path,
-        default=Path("docs"),
-        help="where to write calibration.md/.png (default: docs/ of the current folder)",
-    )
+    add_output_args(p)
     p.add_argument(
         "--base",
         default=DEFAULT_BASE,
@@ -1258,10 +1267,11 @@ def main(argv: list[str] | None = None) -> int:
         "--clusters",
         help="comma-separated measured clusters to use (default: all; e.g. gavel_k80,chronus)",
     )
-    p.add_argument(
-        "--no-save", action="store_true", help="do not save the fitted presets to ddl_gym/fabrics/"
-    )
     args = p.parse_args(argv)
+    try:
+        args.out = output_dir(args)
+    except ValueError as err:
+        p.error(str(err))
     if args.draws < 1:
         p.error(f"--draws must be at least 1, got {args.draws}")
     if not args.data.is_dir():
@@ -1283,6 +1293,44 @@ def main(argv: list[str] | None = None) -> int:
         p.error(str(err))
     print(summary(text, args.out))
     return 0
+
+
+def docs_dir() -> Path:
+    """The repository's ``docs/`` (a source checkout only)."""
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    if not (docs / "calibration.md").is_file():
+        raise ValueError(f"--docs: no docs/calibration.md at {docs} (not a source checkout)")
+    return docs
+
+
+def add_output_args(p: argparse.ArgumentParser) -> None:
+    """``--out``, ``--docs`` and ``--no-save``: where the report goes."""
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="where calibration.md/.png and the fitted presets (fabrics/) go "
+        "(default: the user data dir's calibration/, see ddl_gym.userdata)",
+    )
+    p.add_argument(
+        "--docs",
+        action="store_true",
+        help="regenerate the repository's docs/calibration.md and .png (saves no presets)",
+    )
+    p.add_argument("--no-save", action="store_true", help="do not save the fitted presets")
+
+
+def output_dir(args: argparse.Namespace) -> Path:
+    """The report's folder from ``--out`` / ``--docs`` (never the package);
+    ``--docs`` also turns saving off."""
+    from ddl_gym import userdata
+
+    if args.docs:
+        if args.out is not None:
+            raise ValueError("give --out or --docs, not both")
+        args.no_save = True
+        return docs_dir()
+    return args.out if args.out is not None else userdata.data_home() / "calibration"
 
 
 def summary(text: str, out_dir: Path) -> str:

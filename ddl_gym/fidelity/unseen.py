@@ -1,0 +1,351 @@
+"""Hardware no fit saw: the prior chosen from a description, refined by k rows,
+scored by leaving each measured cluster out (issue 34).
+
+For each measured cluster in turn: the other clusters' fits (``shared``
+form) give the pooled terms and the efficiencies
+(:func:`ddl_gym.fidelity.hardware.hardware_prior`); the held-out cluster's
+hardware description is the only thing read of it at k = 0. At k > 0, k of
+its rows refine one parameter: k single-server multi-GPU rows refit the GPU
+link (``calibrate.calibrate_server``), or, for a table with none, k rows on
+two servers (a single pair) refit the NIC (``calibrate.calibrate_network``).
+The k rows are not scored; the figure at k > 0 is the median over seeded
+draws of which rows (``calibrate.CALIBRATION_DRAWS``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ddl_gym.fidelity.calibrate import (
+    CALIBRATION_DRAWS,
+    UNKNOWN_HARDWARE_FABRIC,
+    FitResult,
+    abs_rel_error,
+    calibrate_network,
+    calibrate_server,
+    draw_seeds,
+    predict_ratio,
+    transfer_prior,
+)
+from ddl_gym.fidelity.hardware import Hardware, describe, hardware_prior, preset_for
+from ddl_gym.fidelity.measured import MACHINE
+from ddl_gym.topology import FABRICS, Fabric
+
+WITHIN, ACROSS = "within", "across"
+
+
+def refine_rows(part: pd.DataFrame, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of ``k`` rows of one cluster a user could measure in
+    minutes, drawn with ``seed``: single-server multi-GPU rows (they refit
+    the GPU link) where the table has them, else single-pair rows, one GPU
+    on each of two servers (they refit the NIC; any two-server placement
+    where the table has no ``(1, 1)``). Returned as (server rows, pair rows).
+
+    Why not a mix where a table has both: one pair row refits the NIC to one
+    model's bytes and noise (Pollux: a single ``(1, 1)`` row at 1.02-1.90x
+    depending on model and batch; the median across servers went from 14 %
+    to 27 %), while the server rows leave the prior's NIC alone.
+    """
+    informative = ~part["is_reference"].to_numpy()
+    s, n, g = part["s"].to_numpy(), part["n"].to_numpy(), part["g"].to_numpy()
+    empty = np.array([], dtype=int)
+    server = np.flatnonzero(informative & (s == 1) & (n > 1))
+    pair = np.flatnonzero(informative & (s == 2) & (g == 1))
+    if len(pair) == 0:
+        pair = np.flatnonzero(informative & (s == 2))
+    cand = server if len(server) else pair
+    if k <= 0 or len(cand) == 0:
+        return empty, empty
+    rng = np.random.default_rng(seed)
+    picked = np.sort(rng.choice(cand, size=min(k, len(cand)), replace=False))
+    return (picked, empty) if len(server) else (empty, picked)
+
+
+def prior_for(
+    hw: Hardware,
+    others: dict[str, FitResult],
+    hardware: dict[str, Hardware],
+    target: str | None,
+    models: Sequence[str],
+) -> Fabric:
+    """The k = 0 fabric of hardware ``hw`` from the fits ``others``."""
+    pooled = transfer_prior(others, target=target, models=models)
+    fabrics = {c: f.fabric for c, f in others.items()}
+    return hardware_prior(hw, pooled, fabrics, hardware, FABRICS[UNKNOWN_HARDWARE_FABRIC])
+
+
+# The tables' repeatability: a measurement is typically this far from a
+# repeat of itself (median; Pollux 4.5 %, Gavel 4.0-6.0 %: calibrate.repeat_spread).
+REPEAT_FLOOR = 0.05
+
+
+def _explains(fabric: Fabric, rows: pd.DataFrame) -> bool:
+    """Whether ``fabric`` already predicts ``rows`` within the repeatability
+    floor (median error): then they say nothing the prior does not."""
+    return float(np.median(abs_rel_error(rows, predict_ratio(rows, fabric)))) <= REPEAT_FLOOR
+
+
+def refine(prior: Fabric, server_rows: pd.DataFrame, pair_rows: pd.DataFrame) -> Fabric:
+    """``prior`` with its GPU link refitted to ``server_rows``, then its NIC
+    to ``pair_rows`` (see :func:`refine_rows`); either may be empty.
+
+    Rows the prior already predicts within the repeatability floor
+    (:data:`REPEAT_FLOOR`) leave it as it is: three rows measured at about
+    1.0x fit any link fast enough, and the refit then chases their noise
+    (Chronus's pairs at 0.997-1.010x moved the NIC from 400 to 39 GB/s and
+    doubled the error of its 4-server rows).
+    """
+    fabric = prior
+    if len(server_rows) and not _explains(fabric, server_rows):
+        fabric = calibrate_server(fabric, server_rows)
+    if len(pair_rows) and not _explains(fabric, pair_rows):
+        fabric = calibrate_network(fabric, pair_rows)
+    return fabric
+
+
+def predict_unseen(
+    df: pd.DataFrame,
+    fits: dict[str, FitResult],
+    descriptions: dict[str, str],
+    k: int = 0,
+    seed: int = 0,
+) -> np.ndarray:
+    """Ratios of every row, each cluster predicted from the *other* clusters'
+    fits and its own description (plus k of its rows, NaN there)."""
+    hardware = {c: describe(descriptions.get(c, "")) for c in set(df["cluster"]) | set(fits)}
+    pred = np.full(len(df), np.nan)
+    clusters = df["cluster"].to_numpy()
+    for c in sorted(set(clusters)):
+        others = {o: f for o, f in fits.items() if o != c}
+        if not others:
+            continue
+        idx = np.flatnonzero(clusters == c)
+        part = df.iloc[idx]
+        prior = prior_for(hardware[c], others, hardware, c, list(part["model"].unique()))
+        server, pair = refine_rows(part, k, seed)
+        pred[idx] = predict_ratio(part, refine(prior, part.iloc[server], part.iloc[pair]))
+        pred[idx[np.concatenate([server, pair])]] = np.nan
+    return pred
+
+
+def level_of(df: pd.DataFrame) -> np.ndarray:
+    return np.where(df["level"].to_numpy() == MACHINE, WITHIN, ACROSS)
+
+
+def _medians(df: pd.DataFrame, err: np.ndarray) -> dict[tuple[str, str], float]:
+    ok = ~np.isnan(err) & ~df["is_reference"].to_numpy()
+    d = pd.DataFrame({"cluster": df["cluster"].to_numpy(), "level": level_of(df), "err": err})[ok]
+    return {key: float(v) for key, v in d.groupby(["cluster", "level"])["err"].median().items()}
+
+
+def unseen_table(
+    df: pd.DataFrame,
+    fits: dict[str, FitResult],
+    descriptions: dict[str, str],
+    k_values: Sequence[int] = (0, 3),
+    seed: int = 0,
+    draws: int = CALIBRATION_DRAWS,
+) -> pd.DataFrame:
+    """Median error per cluster and level (within one server / across
+    servers): predict 1, the nearest datasheet preset, and the prior at each
+    k (k > 0: median over ``draws`` draws of the refining rows)."""
+    cols: dict[str, dict[tuple[str, str], float]] = {}
+    cols["predict 1"] = _medians(df, abs_rel_error(df, np.ones(len(df))))
+    preset = np.full(len(df), np.nan)
+    for c, idx in df.groupby("cluster").indices.items():
+        preset[idx] = predict_ratio(df.iloc[idx], preset_for(describe(descriptions.get(c, ""))))
+    cols["nearest datasheet preset"] = _medians(df, abs_rel_error(df, preset))
+    own = np.full(len(df), np.nan)
+    for c, idx in df.groupby("cluster").indices.items():
+        if c in fits:
+            own[idx] = predict_ratio(df.iloc[idx], fits[c].fabric)
+    cols["own fit, in-sample"] = _medians(df, abs_rel_error(df, own))
+    for k in k_values:
+        seeds = draw_seeds(seed, draws) if k > 0 else [seed]
+        per_draw = [
+            _medians(df, abs_rel_error(df, predict_unseen(df, fits, descriptions, k, s)))
+            for s in seeds
+        ]
+        keys = set().union(*per_draw)
+        cols[f"k={k}"] = {
+            key: float(np.median([d[key] for d in per_draw if key in d])) for key in keys
+        }
+    keys = sorted(set().union(*cols.values()))
+    rows = []
+    for cluster, level in keys:
+        hw = describe(descriptions.get(cluster, ""))
+        row = {
+            "cluster": cluster,
+            "level": level,
+            "points": int(
+                (
+                    (df["cluster"] == cluster).to_numpy()
+                    & (level_of(df) == level)
+                    & ~df["is_reference"].to_numpy()
+                ).sum()
+            ),
+            "nearest preset": preset_for(hw).name,
+        }
+        row.update({name: col.get((cluster, level), np.nan) for name, col in cols.items()})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _worst_jobs(part: pd.DataFrame, pred: np.ndarray, top: int = 3) -> str:
+    """The ``top`` jobs of one cell with the largest median error, with the
+    median measured and predicted ratio and the rows."""
+    d = part.assign(pred=pred, err=abs_rel_error(part, pred))
+    d = d[~np.isnan(d["err"].to_numpy())]
+    g = d.groupby("job").agg(
+        rows=("err", "size"),
+        err=("err", "median"),
+        meas=("ratio", "median"),
+        pred=("pred", "median"),
+    )
+    g = g.sort_values("err", ascending=False).head(top)
+    return ", ".join(
+        f"{job} ({int(r.rows)} rows, {r.err:.0%}: measured {r.meas:.2f}x, predicted {r.pred:.2f}x)"
+        for job, r in g.iterrows()
+    )
+
+
+TARGETS = {WITHIN: 0.10, ACROSS: 0.12}  # issue 34: median error per cluster
+
+
+def _pct(v: float) -> str:
+    return "" if v != v else f"{v:.1%}"
+
+
+def _inexpressible(part: pd.DataFrame) -> int:
+    """Rows of one cluster and level no form can reach: measured faster than
+    their reference, or (one server) than fewer GPUs of the same job."""
+    from ddl_gym.fidelity.own_table import below_one, non_monotone
+
+    return len(below_one(part)) + len(non_monotone(part))
+
+
+def unseen_markdown(
+    table: pd.DataFrame,
+    df: pd.DataFrame,
+    fits: dict[str, FitResult] | None = None,
+    descriptions: dict[str, str] | None = None,
+) -> str:
+    """The report section of :func:`unseen_table`, with the misses named."""
+    from ddl_gym.fidelity.hardware import class_table
+
+    descriptions = descriptions or {}
+    present = ", ".join(sorted(df["cluster"].unique()))
+    head = [
+        "## Hardware no fit saw: a prior per interconnect class (issue 34)",
+        "",
+        "Each measured cluster is predicted from the *other* clusters only, with its "
+        "hardware description as the one input read from it (k = 0), then with k = 3 of "
+        "its rows (`ddl_gym.fidelity.unseen`). The description (`measured.STATED_HARDWARE`) "
+        "is read into an interconnect class and generation per level "
+        "(`fidelity.hardware.describe`: PCIe 3/4/5, NVLink 1-4 / NVSwitch; 10-400 GbE, "
+        "InfiniBand EDR/HDR/NDR with a port count; a GPU named without its link gets its "
+        "usual server form). A stated level gets its class's datasheet bandwidth times "
+        "the efficiency the other clusters' fits achieved on their own datasheet links "
+        "(per family, else pooled over the level, else over every measured link); a "
+        "level not stated keeps the other clusters' pooled link; a description that "
+        "states nothing gets the default fabric `seed`; overlap, sharing and the "
+        "per-model cards are pooled (`calibrate.transfer_prior`). So an NVLink server "
+        "with InfiniBand between servers (DGX A100: 8 x HDR, 200 GB/s by datasheet) "
+        "gets tens of GB/s even at the measured efficiencies: a spread over servers "
+        "whose all-reduce the backward pass hides, predicted at about 1x, as such "
+        "clusters measure; the pooled network of the older clusters (1.4 GB/s) put "
+        "it at 2-3x. k = 3: three single-server multi-GPU rows refit the GPU link "
+        "(`calibrate_server`), or, for a table with none (Chronus), three single-pair "
+        "rows (one GPU on each of two servers) refit the NIC; rows the prior already "
+        "predicts within the repeatability floor (5 %) leave it unchanged (three rows "
+        "at about 1.0x fit any fast link, and a refit chases their noise). The k rows "
+        "are not scored; k = 3 is the median over the draws of which rows. `own fit, "
+        "in-sample`: the cluster's own fit in the same form, scored on the rows it "
+        "saw: what no transfer in this form can beat by much. Nearest datasheet "
+        "preset: `fidelity.hardware.nearest_preset` of the same description.",
+        "",
+        f"Measured tables in `../shared/data`: {present}. The issue's A100 DGX, V100 "
+        "cloud, RTX 2080Ti and Quadro RTX6000 tables are not among them (no file under "
+        "`profiles/` holds them), so they are not scored here; `ddl-gym calibrate "
+        "--table` reads such a table in the documented format.",
+        "",
+        "| cluster | classes (intra / network) | level | points | predict 1 "
+        "| nearest datasheet preset | k=0 | k=3 | own fit, in-sample |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for _, r in table.iterrows():
+        hw = describe(descriptions.get(r["cluster"], ""))
+        classes = f"{hw.intra or '?'} / " + (f"{hw.ports} x {hw.network}" if hw.network else "?")
+        head.append(
+            f"| {r['cluster']} | {classes} | {r['level']} | {r['points']} | "
+            f"{_pct(r['predict 1'])} | {r['nearest preset']}: "
+            f"{_pct(r['nearest datasheet preset'])} | {_pct(r['k=0'])} | "
+            f"{_pct(r['k=3'])} | {_pct(r['own fit, in-sample'])} |"
+        )
+    worse = table[
+        (table["level"] == ACROSS)
+        & ((table["k=0"] > table["predict 1"]) | (table["k=3"] > table["predict 1"]))
+    ]
+    head += [
+        "",
+        "Across servers the prior is "
+        + (
+            "never worse than predict 1 on any cluster here, at k = 0 and k = 3."
+            if worse.empty
+            else "worse than predict 1 on " + ", ".join(worse["cluster"]) + "."
+        ),
+        "",
+        f"Targets: median <= {TARGETS[WITHIN]:.0%} within one server and <= "
+        f"{TARGETS[ACROSS]:.0%} across servers, at k = 0 and k = 3. Misses:",
+        "",
+    ]
+    levels = level_of(df)
+    informative = ~df["is_reference"].to_numpy()
+    pred0 = predict_unseen(df, fits, descriptions, 0) if fits else None
+    misses = 0
+    for _, r in table.iterrows():
+        target = TARGETS[r["level"]]
+        if not (r["k=0"] > target or r["k=3"] > target):
+            continue
+        misses += 1
+        m = (df["cluster"].to_numpy() == r["cluster"]) & (levels == r["level"]) & informative
+        bad = _inexpressible(df[m])
+        reason = []
+        if r["own fit, in-sample"] > target:
+            reason.append(
+                f"the cluster's own fit misses it in-sample ({_pct(r['own fit, in-sample'])}): "
+                "the form cannot follow this table, whatever the prior"
+            )
+        if bad:
+            reason.append(
+                f"{bad} of {r['points']} rows are measured faster than their reference or "
+                "than fewer GPUs of the same job on one server (no form predicts that; "
+                "`ddl-gym calibrate --table` lists such rows)"
+            )
+        if r["own fit, in-sample"] <= target:
+            reason.append(
+                f"the form fits it ({_pct(r['own fit, in-sample'])} in-sample): the gap is "
+                "the prior's links or model cards, estimated from other hardware"
+            )
+        if pred0 is not None:
+            reason.append("worst jobs at k=0: " + _worst_jobs(df[m], pred0[m]))
+        head.append(
+            f"* {r['cluster']} {r['level']}: k=0 {_pct(r['k=0'])}, k=3 {_pct(r['k=3'])}. "
+            + "; ".join(reason or ["within the repeatability floor's reach of the target"])
+            + "."
+        )
+    if not misses:
+        head.append("* none.")
+    head += ["", "Datasheet classes (bandwidth per direction, per GPU or per port):", ""]
+    ct = class_table()
+    head.append("| " + " | ".join(ct.columns) + " |")
+    head.append("|" + "---|" * len(ct.columns))
+    for _, r in ct.iterrows():
+        head.append(
+            f"| {r['level']} | {r['class']} | {r['family']} | {r['GB/s per direction']:.4g} | "
+            f"{r['latency us']:.3g} | {r['source']} |"
+        )
+    return "\n".join(head) + "\n"
