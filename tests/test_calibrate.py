@@ -416,7 +416,12 @@ def test_report_script_end_to_end_on_one_cluster(tmp_path):
         assert 0 < median < 15  # K80's held-out placements (measured: 5.6% and 7.4%)
     for model in ("lstm_lm", "resnet18", "resnet50", "transformer"):
         assert f"| gavel_k80 | {model} | " in text
-    for section in ("## Transfer to hardware", "## Presets for current hardware", "## Stragglers"):
+    for section in (
+        "## Hardware no fit saw",
+        "## Transfer with pooled links",
+        "## Presets for current hardware",
+        "## Stragglers",
+    ):
         assert section in text
     assert "| a100_nvlink_ib | shared |" in text
     after = sorted(p.stat().st_mtime for p in (REPO / "ddl_gym" / "fabrics").glob("*.json"))
@@ -654,7 +659,10 @@ def test_report_transfer_cell_is_the_median_over_draws_with_its_range():
     assert t.loc["multi-node", col] == "40.0% / 40.0%"
     assert t.loc["machine", "unseen, k=0"] == "20.0% / 28.0%"
     head = _loco_summary(df, errs, 3).set_index("level")
-    assert head.loc["machine", "evaluation"] == "unseen hardware, k=3, median of 3 draws"
+    assert (
+        head.loc["machine", "evaluation"]
+        == "unseen hardware (pooled links), k=3, median of 3 draws"
+    )
     assert head.loc["machine", "median"] == pytest.approx(0.2)
     assert head.loc["machine", "median, range over draws"] == "7.5%-60.0%"
 
@@ -1326,3 +1334,20 @@ def test_refine_keeps_a_prior_that_explains_the_rows():
     assert refine(prior, df.head(0), pair) == prior  # predicted exactly: nothing to refit
     slow = pair.assign(ratio=pair["ratio"] * 1.5)
     assert refine(prior, df.head(0), slow).nic.bandwidth < prior.nic.bandwidth
+
+
+def test_documented_example_table_reads(tmp_path):
+    """The example CSV in docs/calibration.md (``own_table.FORMAT_DOC``) is
+    read by the reader it documents."""
+    from ddl_gym.fidelity.own_table import FORMAT_DOC
+
+    example = FORMAT_DOC.split("```")[1].strip() + "\n"
+    path = tmp_path / "dgx.csv"
+    path.write_text(example)
+    t = read_table(path)
+    assert t.hardware.startswith("2x DGX A100")
+    assert list(t.rows["placement"]) == [(1,), (8,), (8, 8), (8, 8)]
+    from ddl_gym.fidelity.hardware import describe
+
+    hw = describe(t.hardware)
+    assert (hw.intra, hw.network, hw.ports) == ("nvlink3", "ib_hdr", 8)

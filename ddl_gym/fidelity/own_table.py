@@ -42,6 +42,66 @@ DEFAULT_LOSS = "soft_l1"
 BELOW_TOL = 0.02
 
 
+_FORMAT_COLUMNS = (
+    ("model", "a catalogue model (`ddl_gym.profiles.MODEL_NAMES`: resnet50, bert_base, ...)"),
+    ("local_bsz", "per-GPU batch size"),
+    (
+        "placement",
+        "GPUs per server, `+`-joined, any server size: `8+8` two servers of 8, `4` four "
+        "GPUs on one server, `2+1`; `8,8` inside quotes also works",
+    ),
+    ("t_iter", "seconds per training iteration (steady state)"),
+    (
+        "repeat",
+        "optional repeat id: rows that differ only in it are repeats (they give the "
+        "repeatability floor)",
+    ),
+    (
+        "hardware",
+        "optional, one per table: GPU, intra-server link and network, e.g. `8x A100 SXM4, "
+        "NVSwitch, 8x HDR InfiniBand`; it picks the base preset and the transfer prior",
+    ),
+)
+
+FORMAT_DOC = (
+    """## Calibrate to your own cluster: `ddl-gym calibrate --table`
+
+Measure your cluster's iteration times and write them as a CSV with a header
+(`measured.read_table`; other columns are ignored):
+
+| column | meaning |
+|---|---|
+"""
+    + "\n".join(f"| `{c}` | {m} |" for c, m in _FORMAT_COLUMNS)
+    + """
+
+Every (model, `local_bsz`) needs a single-GPU row (placement `1`), the
+reference of that job's other rows. Example:
+
+```
+model,local_bsz,placement,t_iter,repeat,hardware
+resnet50,64,1,0.181,1,"2x DGX A100: NVSwitch, 8x HDR InfiniBand"
+resnet50,64,8,0.190,1,
+resnet50,64,8+8,0.193,1,
+resnet50,64,8+8,0.195,2,
+```
+
+`ddl-gym calibrate --table FILE [--name NAME] [--base PRESET] [--hardware TEXT]`
+fits the three all-reduce forms (the better kept), cross-validates over
+placements (4 folds), prints the error per level beside predicting no
+communication cost and the base preset, lists the rows the form cannot
+express (below 1; on one server, faster than fewer GPUs of the same job) and
+the repeatability floor, and saves the preset as `<user data dir>/fabrics/NAME.json`
+(`ddl_gym.userdata`: `platformdirs`' user data dir, or `$DDL_GYM_DATA_HOME`),
+after which `fabric="NAME"` works in the env, `simulate()` and scenarios. The
+report goes to `<user data dir>/calibration/NAME.md` (or `--out`). Nothing is
+written into the package. The bundled Gavel and Pollux tables are read by the
+same reader (`measured.points_frame`) and can be written in this format
+(`measured.write_table`).
+"""
+)
+
+
 @dataclass(frozen=True)
 class TableReport:
     """What ``calibrate --table`` found, and where it went."""

@@ -272,13 +272,16 @@ def unseen_markdown(
         "`profiles/` holds them), so they are not scored here; `ddl-gym calibrate "
         "--table` reads such a table in the documented format.",
         "",
-        "| cluster | classes (intra / network) | level | points | predict 1 "
+        "| cluster | classes (intra / network; ? = not stated) | level | points | predict 1 "
         "| nearest datasheet preset | k=0 | k=3 | own fit, in-sample |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for _, r in table.iterrows():
         hw = describe(descriptions.get(r["cluster"], ""))
-        classes = f"{hw.intra or '?'} / " + (f"{hw.ports} x {hw.network}" if hw.network else "?")
+        inferred = " (GPU's usual)" if hw.intra and not hw.intra_stated else ""
+        classes = f"{hw.intra or '?'}{inferred} / " + (
+            f"{hw.ports} x {hw.network}" if hw.network else "?"
+        )
         head.append(
             f"| {r['cluster']} | {classes} | {r['level']} | {r['points']} | "
             f"{_pct(r['predict 1'])} | {r['nearest preset']}: "
