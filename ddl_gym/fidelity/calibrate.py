@@ -34,7 +34,13 @@ Typical use::
 
     df = load_measured(find_data_dir())
     fit = fit_fabric(df[df.cluster == "pollux_t4"], name="pollux_t4")
-    save_fitted(fit)  # ddl_gym/fabrics/pollux_t4.json, usable by name
+    save_fitted(fit)  # <user data dir>/fabrics/pollux_t4.json, usable by name
+
+Your own cluster's table: :mod:`ddl_gym.fidelity.own_table` (``ddl-gym
+calibrate --table``); hardware no table measured: the prior per interconnect
+class, :mod:`ddl_gym.fidelity.hardware` and :mod:`ddl_gym.fidelity.unseen`
+(:func:`transfer_prior` below pools the links of the measured clusters, the
+method before issue 34, kept as the source of the pooled terms).
 """
 
 from __future__ import annotations
@@ -54,7 +60,6 @@ from ddl_gym.perf import Shape
 from ddl_gym.profiles import bucket_sizes, get_profile
 from ddl_gym.topology import (
     FABRICS,
-    SAVED_FABRICS_DIR,
     Algorithm,
     Fabric,
     Link,
@@ -513,11 +518,13 @@ def _solve(
 def save_fitted(
     fit: FitResult,
     name: str | None = None,
-    directory: str | Path = SAVED_FABRICS_DIR,
+    directory: str | Path | None = None,
     description: str = "",
 ) -> Path:
-    """Save a fitted fabric as ``<directory>/<name>.json`` (usable by name via
-    ``topology.get_fabric`` when saved in the default directory).
+    """Save a fitted fabric as ``<directory>/<name>.json``; by default in the
+    user data dir (``ddl_gym.userdata.fabrics_dir()``), where
+    ``topology.get_fabric`` finds it by name. Never the package by default:
+    the shipped presets change only deliberately (golden results use them).
 
     The tables know no racks, so the uplink is set to the fitted NIC link
     (non-blocking): an assumption, not a fit.
@@ -530,6 +537,10 @@ def save_fitted(
         oversubscription=1.0,
         description=description or fit.fabric.description,
     )
+    if directory is None:
+        from ddl_gym import userdata
+
+        directory = userdata.fabrics_dir()
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     return save_fabric(fabric, directory / f"{name}.json")
