@@ -195,7 +195,7 @@ def compare_workload(scenario: Scenario) -> str | None:
     overrides = (scenario.fabric, scenario.lease_s, scenario.tick_s)
     if any(v is not None for v in overrides) or scenario.restore_s_per_gpu is not None:
         return None
-    if scenario.clairvoyant is not None or scenario.stragglers:
+    if scenario.clairvoyant is not None or scenario.stragglers or scenario.models:
         return None
     name = COMPARE_WORKLOADS.get(scenario.trace)
     workload = wgrid.WORKLOADS.get(name) if name else None

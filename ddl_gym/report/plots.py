@@ -198,7 +198,8 @@ def draw_bars(
         for g in groups:
             row = table.loc[(name, g)] if (name, g) in table.index else None
             mean = np.nan if row is None else float(row["mean"]) * scale
-            ci = 0.0 if row is None or not np.isfinite(row["ci"]) else float(row["ci"]) * scale
+            # no interval (n = 1): NaN draws no error bar, where 0 would draw a cap
+            ci = np.nan if row is None or not np.isfinite(row["ci"]) else float(row["ci"]) * scale
             vals.append(mean)
             high.append(ci)
             # these metrics are never negative: the interval stops at 0
