@@ -7,7 +7,11 @@ file has the same fields as :class:`Scenario` at top level (``name`` is
 optional; the file's stem is used); a ``[synthetic]`` table holds
 ``synthetic_trace`` arguments when ``trace = "synthetic"``, a
 ``[stragglers]`` table (``sigma``, ``seed``) turns on per-GPU speed spread
-(:class:`ddl_gym.topology.Stragglers`). Other tables
+(:class:`ddl_gym.topology.Stragglers`), and a ``[models]`` table adds models
+to the catalogue (``ddl_gym.profiles.register_model``; one sub-table per
+model: ``iter_time_s`` and ``params`` or ``grad_bytes``, optional
+``n_tensors``, ``backward_share``, ``reference``), so the scenario's trace may
+use them. Other tables
 (e.g. ``[run]``, written by the CLI next to its results so a run can be
 repeated) are returned untouched by :func:`load_scenario_file`.
 
@@ -108,6 +112,10 @@ class Scenario:
             :class:`ddl_gym.topology.Stragglers` (``sigma`` a number >= 0 or
             ``"alibaba_pai"``, Alibaba PAI's measured 0.087; ``seed``
             default 0). Empty: off. Not allowed in seed mode.
+        models: models this scenario adds to the catalogue, name -> the
+            ``register_model`` arguments (registered when the scenario is
+            built, in every process that builds it). Not in seed mode, whose
+            slowdown table knows only the seed's six models.
     """
 
     name: str
@@ -128,6 +136,7 @@ class Scenario:
     mode: str = "default"
     perf_source: str | None = None
     stragglers: Mapping[str, Any] = field(default_factory=dict)
+    models: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     # -- what the engine takes -----------------------------------------------
     def build_cluster(self) -> Cluster:
@@ -223,12 +232,12 @@ class Scenario:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if value is None or (f.name == "stragglers" and not value):
+            if value is None or (f.name in ("stragglers", "models") and not value):
                 continue
             if isinstance(value, tuple):
                 value = list(value)
             elif isinstance(value, Mapping):
-                value = dict(value)
+                value = {k: dict(v) if isinstance(v, Mapping) else v for k, v in value.items()}
             out[f.name] = value
         return out
 
@@ -375,7 +384,9 @@ _SYNTHETIC_KEYS: dict[str, tuple[Any, str]] = {
 
 def _synthetic_ok(spec: Mapping[str, Any], source: str) -> None:
     """Check a ``[synthetic]`` table key by key (names, types, ranges)."""
-    from ddl_gym.profiles import MODEL_NAMES
+    from ddl_gym.profiles import model_names
+
+    known = model_names()
 
     unknown = sorted(set(spec) - set(_SYNTHETIC_KEYS))
     if unknown:
@@ -396,16 +407,62 @@ def _synthetic_ok(spec: Mapping[str, Any], source: str) -> None:
         )
         _check(_number(w) and w >= 0, source, f"synthetic.gpu_mix.{k}", "a weight >= 0", w)
     for k, w in dict(spec.get("model_mix", {})).items():
-        if k not in MODEL_NAMES:
+        if k not in known:
             raise ScenarioError(
                 f"{source}: 'synthetic.model_mix': unknown model name {k!r}; known: "
-                f"{', '.join(MODEL_NAMES)}"
+                f"{', '.join(known)} (add one in a [models] table)"
             )
         _check(_number(w) and w >= 0, source, f"synthetic.model_mix.{k}", "a weight >= 0", w)
     for key in ("gpu_mix", "model_mix"):
         weights = list(dict(spec.get(key, {})).values())
         if weights and not sum(weights) > 0:
             raise ScenarioError(f"{source}: 'synthetic.{key}': weights must not all be zero")
+
+
+# [models.NAME] keys -> (check, what it must be); register_model checks the rest
+_MODEL_KEYS: dict[str, tuple[Any, str]] = {
+    "iter_time_s": (lambda v: _number(v) and v > 0, "a positive number of seconds"),
+    "params": (lambda v: _int(v) and v > 0, "a positive integer"),
+    "grad_bytes": (
+        lambda v: isinstance(v, (list, tuple)) and v and all(_int(b) and b > 0 for b in v),
+        "a list of positive byte counts (backward order)",
+    ),
+    "n_tensors": (lambda v: _int(v) and v > 0, "a positive integer"),
+    "backward_share": (lambda v: _number(v) and 0 <= v <= 1, "a number in [0, 1]"),
+    "reference": (lambda v: isinstance(v, str), "a string"),
+}
+
+
+def _models_ok(spec: Any, source: str, mode: str) -> None:
+    """Check a ``[models]`` table and register its models (same numbers
+    again are fine; a built-in name or other numbers are an error)."""
+    from ddl_gym.profiles import register_model
+
+    _check(isinstance(spec, Mapping), source, "models", "a table of model tables", spec)
+    if spec and mode == "seed":
+        raise ScenarioError(
+            f"{source}: [models] is not allowed with mode = 'seed' (the authors' slowdown "
+            "table knows only the seed's six models)"
+        )
+    for name, model in spec.items():
+        key = f"models.{name}"
+        _check(isinstance(model, Mapping), source, key, "a table (iter_time_s, params, ...)", model)
+        unknown = sorted(set(model) - set(_MODEL_KEYS))
+        if unknown:
+            raise ScenarioError(
+                f"{source}: [{key}]: unknown key(s) {', '.join(map(repr, unknown))}; "
+                f"allowed: {', '.join(_MODEL_KEYS)}"
+            )
+        if "iter_time_s" not in model:
+            raise ScenarioError(f"{source}: [{key}]: 'iter_time_s' is required")
+        for k, v in model.items():
+            ok, what = _MODEL_KEYS[k]
+            _check(bool(ok(v)), source, f"{key}.{k}", what, v)
+        args = dict(model)
+        try:
+            register_model(str(name), args.pop("iter_time_s"), source="scenario", **args)
+        except ValueError as err:
+            raise ScenarioError(f"{source}: [{key}]: {err}") from None
 
 
 ALIBABA_PAI = "alibaba_pai"  # stragglers.sigma: ALIBABA_PAI_STRAGGLER_SIGMA
@@ -467,6 +524,8 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scena
             get_fabric(d["fabric"])
         except ValueError as err:
             raise ScenarioError(f"{source}: 'fabric': {err}") from None
+    if "models" in d:  # before [synthetic] and the trace, which may name them
+        _models_ok(d["models"], source, d.get("mode", "default"))
     if "synthetic" in d:
         _check(isinstance(d["synthetic"], Mapping), source, "synthetic", "a table", d["synthetic"])
         _synthetic_ok(d["synthetic"], source)

@@ -51,9 +51,9 @@ def test_script_is_the_cli_front_end_and_writes_workload_tables(tmp_path):
     expected = [*POLICY_NAMES, "agent"]
     for policy in expected:
         label = f"{policy} (oracle)" if policy in ("sjf", "srtf") else policy
-        assert f"| {label} |" in proc.stdout, policy
+        assert f"| {label} | 2 |" in proc.stdout, policy
     assert "Clairvoyant: only sjf, srtf, labelled (oracle)" in proc.stdout
-    assert "dally vs best of tiresias/gandiva" in proc.stdout
+    assert "dally / best of tiresias, gandiva" in proc.stdout
     cells = pd.read_csv(out / "summary.csv")
     assert set(cells["policy"]) == set(expected)
     assert set(cells.loc[cells["clairvoyant"], "policy"]) == {"sjf", "srtf"}
@@ -150,17 +150,18 @@ def test_resume_refuses_another_grids_cells(tmp_path):
     assert proc.returncode == 2 and "resume a run with the settings" in proc.stderr
 
 
-def test_improvement_units_and_near_zero_bases():
-    """Ratios improve by their difference, times by % of the base, and a ~0
-    base (the source of the "-9985%" queue rows) gives n/a, never a % of it."""
+def _cells(rows):
+    """Cells from (policy, seed, makespan h, queue h, comm, util) tuples."""
     from ddl_gym.experiments import grid
 
-    def row(policy, makespan_h, queue_h, comm, util):
+    out = []
+    for policy, seed, makespan_h, queue_h, comm, util in rows:
         r = {m: 0.0 for m, *_ in grid.METRICS}
         r |= {
             "workload": "default",
             "congestion": "none",
             "policy": policy,
+            "seed": seed,
             "makespan_s": makespan_h * 3600,
             "mean_jct_s": makespan_h * 1800,
             "p95_jct_s": makespan_h * 3600,
@@ -170,33 +171,86 @@ def test_improvement_units_and_near_zero_bases():
             "comm_gpu_h": comm * 100,
             "gpu_utilization": util,
         }
-        return r
+        out.append(r)
+    return pd.DataFrame(out)
 
-    summary = pd.DataFrame(
-        [
-            row("tiresias", 100.0, 0.004, 0.40, 0.90),
-            row("gandiva", 80.0, 0.5, 0.35, 0.80),
-            row("dally", 120.0, 4.0, 1.40, 0.95),
-            row("fifo", 300.0, 400.0, 2.0, 0.5),
-        ]
+
+T2 = 4.302652729749464  # t(0.975, 2 degrees of freedom)
+
+
+def test_means_carry_t_intervals_and_one_seed_says_n_1():
+    from ddl_gym.experiments import grid
+
+    cells = _cells(
+        [("fifo", s, h, 0.0, 1.0, 0.5) for s, h in enumerate((1.0, 2.0, 3.0))]
+        + [("dally", 0, 5.0, 0.0, 1.0, 0.5)]
     )
-    imp = grid.improvement(summary).iloc[0]
-    assert imp["makespan_s"] == pytest.approx(-50.0)  # 120 h vs the best 80 h
-    assert imp["comm_overhead"] == pytest.approx(0.35 - 1.40)  # a difference of ratios
-    assert imp["gpu_utilization"] == pytest.approx(0.95 - 0.90)
-    # best queue 0.004 h is under 1% of the largest (400 h): -99,900% would be noise
-    assert pd.isna(imp["mean_queueing_s"])
-    # the "-9985%" rows: a short (not ~0) base, shown as a factor
-    assert grid.improvement_cell("mean_queueing_s", -9985.0) == "101× worse"
-    assert grid.improvement_cell("mean_jct_s", -621.0) == "7.2× worse"
-    assert grid.improvement_cell("mean_jct_s", -39.4) == "-39%"
-    md = grid.markdown(summary, grid.improvement(summary), "default")
-    assert "comm_overhead (comm/compute)" in md and "comm ovh %" not in md
-    last = next(line for line in md.splitlines() if "dally vs" in line)
-    assert "| -50% |" in last and "| -1.05 |" in last and "| +5.0 pt |" in last
-    assert "| n/a |" in last
-    assert "%" not in last.split("|")[8]  # no percent of a ratio
-    assert not any(len(cell.strip()) > 12 for cell in last.split("|")[3:])
+    means = grid.summarise(cells).set_index("policy")
+    # 1, 2, 3 h: mean 2, s = 1, half width t(0.975, 2) / sqrt(3)
+    assert means.loc["fifo", "makespan_s"] == pytest.approx(2 * 3600)
+    assert means.loc["fifo", "makespan_s_ci95"] == pytest.approx(3600 * T2 / 3**0.5)
+    assert means.loc["fifo", "seeds"] == 3
+    assert pd.isna(means.loc["dally", "makespan_s_ci95"]) and means.loc["dally", "seeds"] == 1
+    md = grid.markdown(grid.summarise(cells), grid.improvement(cells), "default")
+    assert "| none | fifo | 3 | 2.00 ± 2.48 |" in md
+    assert "| none | dally | 1 | 5.00 |" in md
+    assert "Student-t 95% interval" in md and "n = 1" in md
+
+
+def test_ratio_rows_are_ratios_of_means_with_intervals():
+    from ddl_gym.experiments import grid
+
+    rows = [
+        # makespan: dally 2, 3, 4 h over tiresias 1 h each seed (gandiva worse)
+        *(("dally", s, h, 0.01 * (s + 1), 0.2, 0.9) for s, h in enumerate((2.0, 3.0, 4.0))),
+        *(("tiresias", s, 1.0, 0.004, 0.4, 0.8) for s in range(3)),
+        *(("gandiva", s, 8.0, 0.5, 0.1, 0.7) for s in range(3)),
+    ]
+    imp = grid.improvement(_cells(rows)).iloc[0]
+    # paired by seed: R = 3, residuals -1, 0, 1 -> half width t / sqrt(3)
+    assert imp["makespan_s"] == pytest.approx(3.0) and imp["makespan_s_base"] == "tiresias"
+    assert imp["makespan_s_low"] == pytest.approx(3.0 - T2 / 3**0.5)
+    assert imp["makespan_s_high"] == pytest.approx(3.0 + T2 / 3**0.5)
+    # the small queue base (0.004 h) is a ratio like any other, never n/a
+    assert imp["mean_queueing_s"] == pytest.approx(0.02 / 0.004)
+    # best of the two per metric: gandiva has the lower comm, tiresias the higher util
+    assert (
+        imp["comm_overhead"] == pytest.approx(0.2 / 0.1) and imp["comm_overhead_base"] == "gandiva"
+    )
+    assert imp["gpu_utilization"] == pytest.approx(0.9 / 0.8)
+    # exact ratios have a zero-width interval
+    assert imp["comm_overhead_low"] == pytest.approx(imp["comm_overhead_high"])
+    md = grid.markdown(grid.summarise(_cells(rows)), grid.improvement(_cells(rows)), "default")
+    last = next(line for line in md.splitlines() if "dally / best" in line)
+    assert "| 3.00× (0.52–5.48) |" in last and "n/a" not in last
+
+
+def test_ratio_row_does_not_depend_on_other_policies():
+    """FIFO's 222 h queue once set a near-zero threshold that turned the row into n/a."""
+    from ddl_gym.experiments import grid
+
+    rows = [
+        *(("dally", s, 2.0 + s, 2.18 + s, 0.5, 0.9) for s in range(3)),
+        *(("tiresias", s, 1.5, 0.02 + 0.01 * s, 0.4, 0.8) for s in range(3)),
+        *(("gandiva", s, 1.7, 1.0, 0.3, 0.8) for s in range(3)),
+    ]
+    alone = grid.improvement(_cells(rows))
+    crowded = grid.improvement(
+        _cells(rows + [("fifo", s, 300.0, 222.0, 5.0, 0.3) for s in range(3)])
+    )
+    pd.testing.assert_frame_equal(alone, crowded)
+    assert alone["mean_queueing_s"].notna().all()
+
+
+def test_ratio_of_one_run_each_has_no_interval_and_zero_base_is_na():
+    from ddl_gym.experiments import grid
+
+    rows = [("dally", 0, 3.0, 1.0, 0.5, 0.9), ("tiresias", 0, 2.0, 0.0, 0.4, 0.8)]
+    imp = grid.improvement(_cells(rows)).iloc[0]
+    assert imp["makespan_s"] == pytest.approx(1.5) and pd.isna(imp["makespan_s_low"])
+    assert pd.isna(imp["mean_queueing_s"])  # base 0: no ratio exists
+    assert grid.improvement_cell(imp, "makespan_s") == "1.50×"
+    assert grid.improvement_cell(imp, "mean_queueing_s") == "n/a"
 
 
 def test_oracles_are_clairvoyant_and_labelled_and_the_rest_are_not():
@@ -220,7 +274,7 @@ def test_oracles_are_clairvoyant_and_labelled_and_the_rest_are_not():
         "gandiva": False,
     }
     means = wgrid.summarise(cells)
-    text = wgrid.markdown(means, wgrid.improvement(means), "default")
+    text = wgrid.markdown(means, wgrid.improvement(cells), "default")
     assert "| heavy | srtf (oracle) |" in text and "| heavy | fifo |" in text
     assert "Clairvoyant: only srtf, labelled (oracle)" in text
     # an explicit choice wins over the policy's: non-clairvoyant SRTF is no oracle

@@ -31,7 +31,6 @@ from ddl_gym.cli.common import (
     add_output_args,
     add_scenario_args,
     epilog,
-    headline,
     pick,
     policy_names,
     resolve_scenario,
@@ -39,7 +38,7 @@ from ddl_gym.cli.common import (
     text_table,
 )
 from ddl_gym.experiments.ray_backend import RayUnavailable
-from ddl_gym.experiments.runner import KEYS, CellStore, Plan, frames, run_plan
+from ddl_gym.experiments.runner import CellStore, Plan, frames, run_plan
 from ddl_gym.report.run_folder import RunData, finish_run, new_run_dir, write_config
 from ddl_gym.scenarios import Scenario
 from ddl_gym.traces import find_data_dir
@@ -196,7 +195,7 @@ def compare_workload(scenario: Scenario) -> str | None:
     overrides = (scenario.fabric, scenario.lease_s, scenario.tick_s)
     if any(v is not None for v in overrides) or scenario.restore_s_per_gpu is not None:
         return None
-    if scenario.clairvoyant is not None or scenario.stragglers:
+    if scenario.clairvoyant is not None or scenario.stragglers or scenario.models:
         return None
     name = COMPARE_WORKLOADS.get(scenario.trace)
     workload = wgrid.WORKLOADS.get(name) if name else None
@@ -322,8 +321,8 @@ def choose_grid(args: argparse.Namespace, scenario: Scenario, run: dict) -> Grid
 
 # -- output -----------------------------------------------------------------------
 def write_workload_tables(done: dict[int, dict[str, Any]], grid: Grid, folder: Path | None) -> str:
-    """Per-workload markdown tables (means over seeds, Dally vs the better of
-    Tiresias and Gandiva); written to ``tables.md`` / ``means.csv`` /
+    """Per-workload markdown tables (means ± 95% CI over seeds, Dally over the
+    better of Tiresias and Gandiva as ratios of means); written to ``tables.md`` / ``means.csv`` /
     ``improvement.csv`` and, with matplotlib, ``bars_<w>.png`` /
     ``jct_cdf_<w>.png``."""
     from ddl_gym.experiments import grid as wgrid
@@ -331,14 +330,15 @@ def write_workload_tables(done: dict[int, dict[str, Any]], grid: Grid, folder: P
     cells = [done[i] for i in sorted(done)]
     table = pd.DataFrame([{k: v for k, v in r.items() if k != "jct_s"} for r in cells])
     means = wgrid.summarise(table)
-    imp = wgrid.improvement(means)
+    imp = wgrid.improvement(table)
     workloads = [w for w in (grid.workloads or ()) if w in set(means["workload"])]
     text = "\n".join(wgrid.markdown(means, imp, w) for w in workloads)
     if folder is not None:
         means.to_csv(folder / "means.csv", index=False)
         imp.to_csv(folder / "improvement.csv", index=False)
         note = (
-            "Values are means over seeds (deterministic policies on fixed traces run once). "
+            "Values are means over seeds ± the half width of their 95% t-interval; n = 1 "
+            "where a deterministic policy on a fixed trace runs once. "
             f"{wgrid.clairvoyance_note(means)} "
             "Engine: every policy with its own engine_kwargs() (restore 1 s per GPU, gandiva "
             "0; dally, dally-1-2 and dally-6-12 with 20 s leases).\n\n"
@@ -375,9 +375,12 @@ def run(args: argparse.Namespace) -> int:
     plan = grid.plan()
     n = len(plan)
     what = f"{len(grid.workloads)} workloads" if grid.workloads is not None else scenario.name
+    full = len(grid.policies) * len(grid.congestions) * len(grid.seeds)
+    full *= len(grid.workloads) if grid.workloads is not None else 1
+    once = "" if n == full else "; deterministic policies on fixed traces run one seed"
     print(
         f"compare on {what}: {len(grid.policies)} policies x {len(grid.congestions)} "
-        f"congestion levels x {len(grid.seeds)} seeds = {n} cells ({backend})",
+        f"congestion levels x {len(grid.seeds)} seeds: {n} cells ({backend}{once})",
         flush=True,
     )
     config = {**scenario.to_dict(), "run": grid.run_settings(backend)}
@@ -412,13 +415,20 @@ def run(args: argparse.Namespace) -> int:
         print("no cell finished")
         return 0 if complete else 130
     summary, jobs = frames(done)
-    from ddl_gym.experiments.grid import clairvoyance_note, label_policies, tie_note
+    from ddl_gym.experiments.grid import (
+        clairvoyance_note,
+        spread_note,
+        spread_table,
+        summarise,
+        tie_note,
+    )
 
-    table = label_policies(headline(summary, (*KEYS, "clairvoyant")))
+    table = spread_table(summary)
     if grid.workloads is not None:
         print(write_workload_tables(done, grid, folder))
     else:
         print(text_table(table))
+        print(spread_note(summarise(summary)))
         print(clairvoyance_note(summary))
     ties = tie_note(summary)
     if ties:

@@ -4,8 +4,9 @@ levels x seeds, each cell a pure function of plain data.
 ``run_cell(policy, workload, congestion, seed, ...) -> dict`` simulates one
 cell; ``make_cells`` lists a grid's cells (keyword dicts); ``summarise``,
 ``improvement`` and ``markdown`` turn finished cells into the tables the seed
-paper reports (Dally's improvement over the better of Tiresias and Gandiva,
-``(best - dally) / best``). The command line is ``ddl-gym compare``
+paper reports: means over seeds with 95% t-intervals, and Dally over the
+better of Tiresias and Gandiva as a ratio of means with its interval
+(``ddl_gym.report.stats``). The command line is ``ddl-gym compare``
 (``ddl_gym.cli.compare``; ``scripts/compare.py`` and ``scripts/run.sh`` call
 it), which runs cells with ``ddl_gym.experiments.runner`` (processes or Ray,
 progress bar, one JSON per finished cell, ``--resume``).
@@ -41,6 +42,15 @@ import pandas as pd
 
 from ddl_gym.baselines import ORACLES, POLICY_NAMES, make_policy
 from ddl_gym.engine import simulate
+from ddl_gym.report.stats import (
+    METHOD,
+    RATIO_METHOD,
+    Estimate,
+    fmt_mean_ci,
+    fmt_ratio,
+    mean_ci,
+    ratio_ci,
+)
 from ddl_gym.traces import (
     Trace,
     TraceWarning,
@@ -286,94 +296,98 @@ METRICS: tuple[tuple[str, str, float, bool | None], ...] = (
     ("alloc_rack", "alloc R", 1.0, None),
     ("alloc_network", "alloc N", 1.0, None),
 )
+GROUP = ["workload", "congestion", "policy"]
+CI_SUFFIX = "_ci95"  # summarise(): half width of the 95% t-interval, same unit
 
 
 def summarise(cells: pd.DataFrame) -> pd.DataFrame:
-    """Mean over seeds per (workload, congestion, policy)."""
-    cols = [m for m, *_ in METRICS] + ["wall_s"]
-    out = cells.groupby(["workload", "congestion", "policy"], sort=False)[cols].mean()
-    groups = cells.groupby(["workload", "congestion", "policy"], sort=False)
+    """Per (workload, congestion, policy): the mean over seeds of every metric,
+    ``<metric>_ci95`` (half width of its 95% t-interval; NaN for one seed) and
+    ``seeds`` (n)."""
+    cols = [m for m, *_ in METRICS if m in cells.columns]
+    groups = cells.groupby(GROUP, sort=False)
+    out = groups[[*cols, "wall_s"] if "wall_s" in cells.columns else cols].mean()
+    for m in cols:
+        out[m + CI_SUFFIX] = groups[m].agg(lambda v: mean_ci(v.to_numpy()).half_width)
     out["seeds"] = groups.size()
     if "clairvoyant" in cells.columns:
         out["clairvoyant"] = groups["clairvoyant"].max().astype(bool)
     return out.reset_index()
 
 
-# Metrics that are already ratios: Dally's improvement is the difference of
-# the ratios (``comm_overhead``: comm/compute; ``gpu_utilization``: a fraction),
-# never a percentage of a percentage.
-RATIO_METRICS = frozenset({"comm_overhead", "gpu_utilization"})
-# A relative improvement over a base this small, next to the largest value of
-# the metric among the group's policies, is noise blown up (a queue of 0.02 h
-# against 2 h gives -9,900%): it is reported as n/a.
-NEAR_ZERO_SHARE = 0.01
+def _by_seed(cells: pd.DataFrame, policy: str, metric: str) -> pd.Series:
+    rows = cells[cells["policy"] == policy]
+    return rows.set_index("seed")[metric].astype(float) if "seed" in rows else rows[metric]
 
 
-def improvement(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per (workload, congestion): Dally's improvement over the better of
-    Tiresias and Gandiva, metric by metric, positive = Dally better.
-
-    Ratio metrics (``RATIO_METRICS``) give ``best - dally`` (lower is better)
-    or ``dally - best`` in the metric's own unit; every other metric gives
-    the relative improvement in % of the base, or NaN ("n/a") when the base
-    is ~0 (below ``NEAR_ZERO_SHARE`` of the largest value in the group).
-    """
+def improvement(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per (workload, congestion): Dally's metric over the better of Tiresias
+    and Gandiva (by mean), as a ratio of means over seeds with its 95%
+    interval (``ddl_gym.report.stats.ratio_ci``; paired by seed when both
+    sides ran the same seeds). Columns ``<metric>`` (the ratio),
+    ``<metric>_low`` / ``<metric>_high`` (NaN with one seed a side) and
+    ``<metric>_base`` (which baseline). Only those three policies' cells are
+    read, so other policies in the grid never change the row; a base mean
+    of 0 gives NaN ("n/a": no ratio exists)."""
     rows = []
-    for (w, c), g in summary.groupby(["workload", "congestion"], sort=False):
-        g = g.set_index("policy")
-        if DALLY not in g.index or not any(b in g.index for b in CONSOLIDATION_BASELINES):
+    for (w, c), g in cells.groupby(["workload", "congestion"], sort=False):
+        bases = [b for b in CONSOLIDATION_BASELINES if b in set(g["policy"])]
+        if DALLY not in set(g["policy"]) or not bases:
             continue
-        base = g.loc[[b for b in CONSOLIDATION_BASELINES if b in g.index]]
         row: dict[str, Any] = {"workload": w, "congestion": c}
         for m, _, _, lower in METRICS:
-            if lower is None:
+            if lower is None or m not in g.columns:
                 continue
-            column: pd.Series[float] = g[m]  # (a metric: numeric)
-            d = float(column.loc[DALLY])
-            best = float(base[m].min() if lower else base[m].max())
-            if m in RATIO_METRICS:
-                row[m] = (best - d) if lower else (d - best)
-                continue
-            scale = float(np.nanmax(np.abs(g[m].to_numpy(dtype=float))))
-            if not np.isfinite(best) or not abs(best) > NEAR_ZERO_SHARE * scale:
-                row[m] = float("nan")
-            else:
-                row[m] = 100.0 * ((best - d) / best if lower else (d - best) / best)
+            means = {b: float(g.loc[g["policy"] == b, m].astype(float).mean()) for b in bases}
+            best = (min if lower else max)(bases, key=lambda b: means[b])
+            dally, base = _by_seed(g, DALLY, m), _by_seed(g, best, m)
+            paired = len(dally) > 1 and sorted(dally.index) == sorted(base.index)
+            if paired:
+                base = base.loc[dally.index]
+            est = ratio_ci(dally.to_numpy(), base.to_numpy(), paired=paired)
+            row |= {m: est.value, f"{m}_low": est.low, f"{m}_high": est.high, f"{m}_base": best}
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def improvement_cell(metric: str, value: float) -> str:
-    """One cell of the improvement row: ``+12%`` / ``-39%``, ``7.2× worse``
-    (Dally more than twice the base: a factor reads better than ``-621%``, and
-    ``-9985%`` rows are how a short queue base looked), ``-0.52`` (a
-    difference of comm/compute ratios), ``+3.1 pt`` (utilisation points) or
-    ``n/a`` (base ~0)."""
-    if not np.isfinite(value):
-        return "n/a"
-    if metric == "gpu_utilization":
-        return f"{100.0 * value:+.1f} pt"
-    if metric in RATIO_METRICS:
-        return f"{value:+.2f}"
-    if value < -100.0:  # lower is better: dally / best = 1 - value / 100 > 2
-        factor = 1.0 - value / 100.0
-        return f"{factor:.0f}× worse" if factor >= 10 else f"{factor:.1f}× worse"
-    return f"{value:+.0f}%"
+def improvement_cell(imp_row: Mapping[str, Any], metric: str) -> str:
+    """One cell of the ratio row: ``1.5× (1.2–1.8)``, ``0.83×`` (one seed a
+    side) or ``n/a`` (the base's mean is 0)."""
+    value = float(imp_row.get(metric, float("nan")))
+    low = float(imp_row.get(f"{metric}_low", float("nan")))
+    high = float(imp_row.get(f"{metric}_high", float("nan")))
+    return fmt_ratio(Estimate(value, low, high, 0))
 
 
-def _fmt(x: float) -> str:
-    if not np.isfinite(x):
-        return "-"
-    if abs(x) >= 100:
-        return f"{x:,.0f}"
-    if abs(x) >= 10:
-        return f"{x:.1f}"
-    return f"{x:.2f}"
+def mean_cell(row: Mapping[str, Any], metric: str, scale: float) -> str:
+    """``mean ± half width`` of a ``summarise`` row, or the mean for one seed."""
+    half = float(row.get(metric + CI_SUFFIX, float("nan")))
+    mean = float(row[metric])
+    lo, hi = (mean - half, mean + half) if np.isfinite(half) else (np.nan, np.nan)
+    return fmt_mean_ci(Estimate(mean, lo, hi, int(row.get("seeds", 1))), scale)
+
+
+def spread_note(summary: pd.DataFrame) -> str:
+    """The footnote that says what ``±`` means and where n = 1."""
+    ns = sorted({int(n) for n in summary.get("seeds", pd.Series([1]))})
+    text = (
+        f"Values: mean ± half width of the {METHOD} (t with n-1 degrees of freedom; "
+        "n = seeds, column n)."
+    )
+    if ns == [1]:
+        return text + " Every row here has n = 1: no spread to show."
+    if 1 in ns:
+        text += (
+            " Rows with n = 1 show the mean alone: a deterministic policy on a fixed trace "
+            "gives the same result for every seed, so it runs once."
+        )
+    return text
 
 
 def markdown(summary: pd.DataFrame, imp: pd.DataFrame, workload: str) -> str:
     s = summary[summary["workload"] == workload]
-    header = ["congestion", "policy", *(label for _, label, _, _ in METRICS)]
+    metrics = [(m, label, scale) for m, label, scale, _ in METRICS if m in s.columns]
+    header = ["congestion", "policy", "n", *(label for _, label, _ in metrics)]
     lines = [
         f"### {workload} ({WORKLOADS[workload].cluster})",
         "",
@@ -382,26 +396,53 @@ def markdown(summary: pd.DataFrame, imp: pd.DataFrame, workload: str) -> str:
         "| " + " | ".join(header) + " |",
         "|" + "|".join("---" for _ in header) + "|",
     ]
+    lower_of = {m: lower for m, _, _, lower in METRICS}
     for c in s["congestion"].unique():
         for _, r in s[s["congestion"] == c].iterrows():
-            vals = [_fmt(r[m] * scale) for m, _, scale, _ in METRICS]
+            vals = [mean_cell(r, m, scale) for m, _, scale in metrics]
             name = policy_label(r["policy"], bool(r.get("clairvoyant", False)))
-            lines.append(f"| {c} | {name} | " + " | ".join(vals) + " |")
+            n = int(r.get("seeds", 1))
+            lines.append(f"| {c} | {name} | {n} | " + " | ".join(vals) + " |")
         i = imp[(imp["workload"] == workload) & (imp["congestion"] == c)] if len(imp) else imp
         if len(i):
             r = i.iloc[0]
-            vals = [
-                "-" if lower is None else improvement_cell(m, r[m]) for m, _, _, lower in METRICS
-            ]
+            vals = ["-" if lower_of[m] is None else improvement_cell(r, m) for m, _, _ in metrics]
             lines.append(
-                f"| {c} | **dally vs best of tiresias/gandiva** | " + " | ".join(vals) + " |"
+                f"| {c} | **dally / best of tiresias, gandiva** | | " + " | ".join(vals) + " |"
             )
+    lines += ["", spread_note(s)]
     if len(imp) and (imp["workload"] == workload).any():
         lines += [
             "",
-            "Improvement rows: positive = Dally better than the better of Tiresias and "
-            "Gandiva; % of that base for times and GPU-hours (a factor when Dally takes more "
-            "than twice as long; n/a when the base is ~0), a difference of ratios for "
-            "comm_overhead (comm/compute) and points for util %.",
+            "Ratio rows: Dally's mean over the mean of the better of Tiresias and Gandiva "
+            "(chosen per metric and congestion; no other policy enters), with the 95% interval "
+            f"in brackets ({RATIO_METHOD}; none when both sides ran once). Below 1 Dally is "
+            "lower: better for times, queues and communication; for util % above 1 is better. "
+            "n/a: the base's mean is 0.",
         ]
     return "\n".join(lines) + "\n"
+
+
+# the columns of the per-seed-aggregated table `ddl-gym compare -s` prints
+HEADLINE_METRICS = (
+    "makespan_s",
+    "mean_jct_s",
+    "p95_jct_s",
+    "mean_queueing_s",
+    "comm_overhead",
+    "gpu_utilization",
+    "preemptions",
+)
+
+
+def spread_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """One row per (workload, congestion, policy): n and the headline metrics
+    as ``mean ± half width`` strings (``spread_note`` says what that is)."""
+    summary = summarise(cells)
+    info = {m: (label, scale) for m, label, scale, _ in METRICS}
+    out = label_policies(summary)[[*GROUP, "seeds"]].rename(columns={"seeds": "n"})
+    for m in HEADLINE_METRICS:
+        if m in summary.columns:
+            label, scale = info[m]
+            out[label] = [mean_cell(r, m, scale) for _, r in summary.iterrows()]
+    return out.reset_index(drop=True)

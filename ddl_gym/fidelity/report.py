@@ -73,7 +73,7 @@ from ddl_gym.fidelity.measured import (
 from ddl_gym.fidelity.own_table import FORMAT_DOC
 from ddl_gym.fidelity.unseen import predict_unseen, unseen_markdown, unseen_table
 from ddl_gym.perf import PerfModel, Shape
-from ddl_gym.profiles import MODEL_NAMES, get_profile
+from ddl_gym.profiles import ASSIGNABLE_MODELS, get_profile
 from ddl_gym.topology import (
     ALIBABA_PAI_STRAGGLER_SIGMA,
     FABRICS,
@@ -176,7 +176,7 @@ def _preset_two_server_table(df: pd.DataFrame, fits: dict[str, FitResult]) -> pd
     for name, fabric in presets.items():
         perf = PerfModel(Cluster(2, 4, 8, fabric))
         sl = []
-        for model in MODEL_NAMES:
+        for model in ASSIGNABLE_MODELS:  # fixed: added models do not move this table
             t = get_profile(model).iter_time_s
             two = perf.iter_time(model, t, Shape(8, 4, 2, 1))
             sl.append(two / perf.iter_time(model, t, Shape(8, 8, 1, 1)))

@@ -24,14 +24,34 @@ Sources (numbers only; no file is copied):
   profile): iteration time estimated as ResNet50's Gavel V100 time (batch 32)
   scaled by the ratio of forward GFLOPs per image, an estimate.
 
+* ``transformer-flops`` models (GPT-2 small/medium/large/XL, ViT-L/16,
+  Llama 2 7B; ``TRANSFORMER_MODELS``): parameter counts of the reference
+  implementations (Radford et al. 2019 via Hugging Face ``gpt2*``;
+  Dosovitskiy et al. 2021 via torchvision ``vit_l_16``; Touvron et al. 2023),
+  iteration times **estimated** from training FLOPs: ``6 N`` per token plus
+  the attention term ``6 n_layer n_ctx d_model`` (Kaplan et al. 2020, forward
+  ``2 N + 2 n_layer n_ctx d_model``, backward twice that), times the tokens of
+  one GPU's batch, over an assumed sustained throughput (``_V100`` and
+  ``_A100`` below). Data parallel only, fp32 gradients (4 bytes per
+  parameter, as PyTorch DDP with AMP all-reduces them). docs/model.md has the
+  derivation and what it leaves out (a 7B model under plain data parallelism
+  does not fit one GPU's memory; memory is not modelled).
+
 Parameter counts of models without a layer profile are facts about the
 architectures (torchvision / original papers); their gradients are split into
 ``n_tensors`` equal tensors, a simplification that only matters when the
 fabric does not bucket gradients.
+
+``register_model`` adds a model at run time (a scenario file's ``[models]``
+table calls it), so that traces, the engine and the env accept its name;
+``model_names()`` lists every name known now. The registry is process-wide on
+purpose: the engine, the performance model and trace validation look models
+up by name, and a name means one model everywhere.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 
@@ -193,6 +213,62 @@ _SUMMARY_PROFILES: dict[str, tuple[float, int, int, str, str]] = {
     ),
 }
 
+
+@dataclass(frozen=True)
+class TransformerSpec:
+    """What a transformer's estimated iteration time is derived from."""
+
+    params: int  # trainable parameters (reference implementation)
+    n_tensors: int  # parameter tensors (weights and biases)
+    n_layer: int
+    d_model: int
+    n_ctx: int  # tokens per sequence (ViT: patches + class token)
+    sequences: int  # sequences (images) per GPU per iteration
+    peak_flops: float  # the reference GPU's dense fp16/bf16 peak, FLOP/s
+    mfu: float  # assumed share of that peak sustained in training
+    reference: str
+
+    @property
+    def flops_per_token(self) -> float:
+        """Training FLOPs per token: 6 N + 6 n_layer n_ctx d_model (Kaplan et al. 2020)."""
+        return 6.0 * self.params + 6.0 * self.n_layer * self.n_ctx * self.d_model
+
+    @property
+    def iter_time_s(self) -> float:
+        tokens = self.sequences * self.n_ctx
+        return self.flops_per_token * tokens / (self.peak_flops * self.mfu)
+
+
+# Sustained throughput assumptions (estimates, see docs/model.md):
+# V100 tensor-core fp16 peak 125 TFLOP/s at 30% (Megatron-LM, Shoeybi et al.
+# 2019: 39 TFLOP/s on one V100 for a 1.2B GPT-2); A100 bf16 peak 312 TFLOP/s
+# at 40% (Narayanan et al. 2021 sustain 44-52% with tensor + pipeline
+# parallelism; plain data parallelism does worse).
+_V100 = (125e12, 0.30)
+_A100 = (312e12, 0.40)
+
+# fmt: off
+TRANSFORMERS: dict[str, TransformerSpec] = {
+    # GPT-2 (Hugging Face counts, tied embeddings), n_ctx 1024, 8 sequences / GPU
+    "gpt2": TransformerSpec(124_439_808, 148, 12, 768, 1024, 8, *_V100,
+                            "V100 est., 8 x 1024 tokens"),
+    "gpt2_medium": TransformerSpec(354_823_168, 292, 24, 1024, 1024, 8, *_V100,
+                                   "V100 est., 8 x 1024 tokens"),
+    "gpt2_large": TransformerSpec(774_030_080, 436, 36, 1280, 1024, 4, *_V100,
+                                  "V100 est., 4 x 1024 tokens"),
+    "gpt2_xl": TransformerSpec(1_557_611_200, 580, 48, 1600, 1024, 2, *_V100,
+                               "V100 est., 2 x 1024 tokens"),
+    # ViT-L/16 at 224 px: 196 patches + class token, 32 images / GPU
+    "vit_l16": TransformerSpec(304_326_632, 296, 24, 1024, 197, 32, *_V100,
+                               "V100 est., batch 32 (224 px)"),
+    # Llama 2 7B, 4 sequences of 4096 tokens / GPU per iteration
+    "llama2_7b": TransformerSpec(6_738_415_616, 291, 32, 4096, 4096, 4, *_A100,
+                                 "A100 est., 4 x 4096 tokens"),
+}
+# fmt: on
+#: The transformer models added to the catalogue (estimated compute times).
+TRANSFORMER_MODELS: tuple[str, ...] = tuple(TRANSFORMERS)
+
 _SEED_REFERENCE = "authors' scaled profile (batch 512; VGG11 and BERT-large 256)"
 
 
@@ -221,14 +297,28 @@ def _build() -> dict[str, ModelProfile]:
             source=source,
             reference=ref,
         )
+    for name, spec in TRANSFORMERS.items():
+        profiles[name] = ModelProfile(
+            name=name,
+            iter_time_s=spec.iter_time_s,
+            backward_share=DEFAULT_BACKWARD_SHARE,
+            grad_bytes=_equal_split(4 * spec.params, spec.n_tensors),
+            source="transformer-flops",
+            reference=spec.reference,
+        )
     return profiles
 
 
 _CATALOGUE = _build()
 
-#: Canonical model names, the seed paper's six first.
+#: Canonical names of the built-in catalogue, the seed paper's six first.
 MODEL_NAMES: tuple[str, ...] = tuple(_CATALOGUE)
 SEED_MODELS: tuple[str, ...] = tuple(_LAYER_PROFILES)
+#: The models seeded model assignment (rule "uniform") draws from and the
+#: fidelity report sweeps: the catalogue before the transformer models, kept
+#: fixed so that adding a model never changes a trace or an existing table.
+ASSIGNABLE_MODELS: tuple[str, ...] = tuple(n for n in MODEL_NAMES if n not in TRANSFORMER_MODELS)
+_BUILTIN = frozenset(MODEL_NAMES)
 
 
 class UnknownModelError(KeyError):
@@ -238,14 +328,82 @@ class UnknownModelError(KeyError):
         return str(self.args[0])
 
 
+def model_names() -> tuple[str, ...]:
+    """Every model name known in this process: the catalogue, then the
+    registered ones (``register_model``) in registration order."""
+    return tuple(_CATALOGUE)
+
+
 def get_profile(name: str) -> ModelProfile:
     """The catalogue entry of a canonical model name."""
     try:
         return _CATALOGUE[name]
     except KeyError:
         raise UnknownModelError(
-            f"unknown model {name!r}; known models: {', '.join(MODEL_NAMES)}"
+            f"unknown model {name!r}; known models: {', '.join(_CATALOGUE)}. Add one with "
+            "ddl_gym.profiles.register_model(...) or a [models] table in a scenario file "
+            "(docs/model.md)"
         ) from None
+
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
+
+
+def register_model(
+    name: str,
+    iter_time_s: float,
+    *,
+    params: int | None = None,
+    grad_bytes: tuple[int, ...] | list[int] | None = None,
+    n_tensors: int = 1,
+    backward_share: float = DEFAULT_BACKWARD_SHARE,
+    source: str = "user",
+    reference: str = "",
+) -> ModelProfile:
+    """Add a data-parallel model to the catalogue and return its profile.
+
+    Give ``iter_time_s`` (single-GPU compute time per iteration on the GPUs
+    you simulate, s) and either ``params`` (trainable parameters; fp32
+    gradients of 4 bytes each, split into ``n_tensors`` equal tensors in
+    backward order) or ``grad_bytes`` (each gradient tensor's bytes in
+    backward order: last layer first). ``backward_share`` is the share of
+    the iteration spent in the backward pass, which all-reduce can overlap.
+
+    Registering a name again with the same numbers returns the profile
+    (scenario files register on every load, in every worker); other
+    numbers, or a built-in name, raise ``ValueError``: a name means one model.
+    """
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ValueError(
+            f"model name {name!r}: lower-case letters, digits, '_', '.', '-' (a letter or "
+            "digit first)"
+        )
+    t = float(iter_time_s)
+    if not (t > 0 and t < float("inf")):
+        raise ValueError(f"model {name!r}: iter_time_s must be a positive number, got {t}")
+    if not 0.0 <= float(backward_share) <= 1.0:
+        raise ValueError(f"model {name!r}: backward_share must be in [0, 1], got {backward_share}")
+    if (params is None) == (grad_bytes is None):
+        raise ValueError(f"model {name!r}: give exactly one of params and grad_bytes")
+    if grad_bytes is not None:
+        grads = tuple(int(b) for b in grad_bytes)
+        if not grads or any(b <= 0 for b in grads):
+            raise ValueError(f"model {name!r}: grad_bytes must be positive byte counts")
+    else:
+        if int(params) <= 0 or int(n_tensors) <= 0 or int(n_tensors) > int(params):
+            raise ValueError(
+                f"model {name!r}: params and n_tensors must be positive (n_tensors <= params)"
+            )
+        grads = _equal_split(4 * int(params), int(n_tensors))
+    profile = ModelProfile(name, t, float(backward_share), grads, source, reference)
+    known = _CATALOGUE.get(name)
+    if known is not None:
+        if known == profile and name not in _BUILTIN:
+            return known
+        what = "a built-in catalogue model" if name in _BUILTIN else "registered with other numbers"
+        raise ValueError(f"model {name!r} is {what}; pick another name")
+    _CATALOGUE[name] = profile
+    return profile
 
 
 @cache

@@ -35,31 +35,129 @@ def _varying(df: pd.DataFrame, keys: Sequence[str] = KEY_COLUMNS) -> list[str]:
     return [k for k in keys if k in df.columns and df[k].nunique() > 1]
 
 
-def plot_jct_cdf(jobs: pd.DataFrame, path: Path) -> Path:
-    """One panel per congestion level (when it varies), one line per policy
-    (and seed / workload when those vary)."""
-    varying = _varying(jobs)
-    facet = "congestion" if "congestion" in varying else None
-    keys = [k for k in varying if k != facet] or ["policy"]
-    panels = list(dict.fromkeys(jobs[facet])) if facet else [None]
-    fig, axes = plt.subplots(
-        1, len(panels), figsize=(4.2 * len(panels) + 1, 3.8), sharey=True, squeeze=False
+# 12 distinct colours: tab10, then black and a dark gold; past 12 the colours
+# repeat with dashed lines, so 24 policies still draw apart
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+    "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+    "#000000", "#b8860b",
+)  # fmt: skip
+LINESTYLES = ("-", "--", ":")
+
+
+def policy_styles(names: Sequence[str]) -> dict[str, dict[str, str]]:
+    """A colour and line style per name, distinct for the first 12 names."""
+    return {
+        n: {
+            "color": PALETTE[i % len(PALETTE)],
+            "linestyle": LINESTYLES[(i // len(PALETTE)) % len(LINESTYLES)],
+        }
+        for i, n in enumerate(dict.fromkeys(names))
+    }
+
+
+def cdf_band(samples: Sequence[np.ndarray], grid: np.ndarray) -> np.ndarray:
+    """Each sample's empirical CDF at ``grid``: one row per sample (seed)."""
+    rows = []
+    for s in samples:
+        v = np.sort(np.asarray(s, dtype=float)[np.isfinite(s)])
+        rows.append(np.searchsorted(v, grid, side="right") / max(1, len(v)))
+    return np.vstack(rows)
+
+
+def _log_grid(samples: Sequence[np.ndarray], points: int = 400) -> np.ndarray:
+    values = np.concatenate([np.asarray(s, dtype=float) for s in samples])
+    values = values[np.isfinite(values) & (values > 0)]
+    if len(values) == 0:
+        return np.array([1.0])
+    lo, hi = float(values.min()), float(values.max())
+    return np.unique(np.concatenate([np.geomspace(lo, hi, points), values]))
+
+
+def draw_cdf(ax, samples: Sequence[np.ndarray], label: str, style: Mapping[str, str]) -> None:
+    """One policy's JCT CDF (hours): the mean over seeds of the per-seed CDFs,
+    with the pointwise min-max band over seeds when there are several."""
+    samples = [np.asarray(s, dtype=float) / 3600.0 for s in samples if len(s)]
+    if not samples:
+        return
+    grid = _log_grid(samples)
+    cdfs = cdf_band(samples, grid)
+    n = len(samples)
+    ax.step(grid, cdfs.mean(axis=0), where="post", lw=1.3, label=label, **style)
+    if n > 1:
+        ax.fill_between(
+            grid, cdfs.min(axis=0), cdfs.max(axis=0), step="post", alpha=0.13, lw=0,
+            color=style["color"],
+        )  # fmt: skip
+
+
+def _legend_outside(fig, axes, title: str | None = None) -> None:
+    """One legend for the figure, right of the panels, never over a curve."""
+    handles, labels = [], []
+    for ax in np.ravel(axes):
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            if lab not in labels:
+                handles.append(h)
+                labels.append(lab)
+    if handles:
+        fig.legend(
+            handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8,
+            title=title, title_fontsize=8, frameon=False,
+        )  # fmt: skip
+
+
+def _bar_note(ns: Sequence[int], over: str = "seeds") -> str:
+    """What the bars and their error bars are, for ``ns`` values per bar."""
+    lo, hi = min(ns, default=1), max(ns, default=1)
+    if hi <= 1:
+        return f"one {over[:-1]} per bar: no error bars"
+    count = f"{hi} {over}" if lo == hi else f"{lo}-{hi} {over}"
+    tail = "" if lo > 1 else "; none where n = 1"
+    return f"mean over {count}; error bars: 95% t-interval, cut at 0{tail}"
+
+
+def _seed_note(n_seeds: int) -> str:
+    return (
+        f"mean over {n_seeds} seeds, band: min-max over seeds"
+        if n_seeds > 1
+        else "one seed (no band)"
     )
-    for ax, panel in zip(axes[0], panels, strict=True):
-        sub = jobs if facet is None else jobs[jobs[facet] == panel]
-        for name, grp in sub.groupby(keys, sort=False):
-            jct = np.sort(grp["jct_s"].dropna().to_numpy()) / 3600.0
-            if len(jct) == 0:
-                continue
-            y = np.arange(1, len(jct) + 1) / len(jct)
-            label = " / ".join(map(str, name)) if isinstance(name, tuple) else str(name)
-            ax.step(jct, y, where="post", label=label)
+
+
+def plot_jct_cdf(jobs: pd.DataFrame, path: Path) -> Path:
+    """One panel per congestion level (and workload, when it varies); one curve
+    per policy, aggregated over seeds (mean of the per-seed CDFs, min-max band)."""
+    facets = [k for k in ("workload", "congestion") if k in _varying(jobs)]
+    panels = list(dict.fromkeys(map(tuple, jobs[facets].to_numpy()))) if facets else [()]
+    styles = policy_styles(jobs["policy"].astype(str)) if "policy" in jobs else {}
+    seeds = int(jobs["seed"].nunique()) if "seed" in jobs else 1
+    cols = min(3, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(4.2 * cols, 3.4 * rows), sharey=True, squeeze=False
+    )
+    for ax, panel in zip(axes.ravel(), panels, strict=False):
+        sub = jobs
+        for k, v in zip(facets, panel, strict=True):
+            sub = sub[sub[k] == v]
+        for policy, grp in sub.groupby("policy", sort=False) if "policy" in sub else []:
+            by_seed = (
+                [g["jct_s"].dropna().to_numpy() for _, g in grp.groupby("seed")]
+                if ("seed" in grp)
+                else [grp["jct_s"].dropna().to_numpy()]
+            )
+            draw_cdf(ax, by_seed, str(policy), styles[str(policy)])
         ax.set_xscale("log")
         ax.set_xlabel("JCT (h, log scale)")
-        ax.set_title("JCT CDF" + (f", congestion {panel}" if facet else ""), fontsize=10)
+        where = ", ".join(f"{k} {v}" for k, v in zip(facets, panel, strict=True))
+        ax.set_title("JCT CDF" + (f", {where}" if where else ""), fontsize=9)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("fraction of jobs")
-    axes[0][-1].legend(fontsize=7)
+    for ax in axes.ravel()[len(panels) :]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("fraction of jobs")
+    fig.suptitle(f"JCT CDF per policy ({_seed_note(seeds)})", fontsize=10)
+    _legend_outside(fig, axes, "policy")
     return _save(fig, path)
 
 
@@ -70,25 +168,66 @@ METRIC_PANELS = (
 )
 
 
+def _mean_and_ci(summary: pd.DataFrame, keys: list[str], metric: str) -> pd.DataFrame:
+    """Mean and 95% t half width of ``metric`` per ``keys`` group (NaN half
+    width for one value)."""
+    from ddl_gym.report.stats import mean_ci
+
+    rows = []
+    for key, grp in summary.groupby(keys, sort=False):
+        est = mean_ci(grp[metric].to_numpy())
+        rows.append((*(key if isinstance(key, tuple) else (key,)), est.value, est.half_width))
+    return pd.DataFrame(rows, columns=[*keys, "mean", "ci"]).set_index(keys)
+
+
+def draw_bars(
+    ax,
+    table: pd.DataFrame,
+    groups: Sequence[Any],
+    series: Sequence[Any],
+    styles: Mapping[Any, Mapping[str, str]],
+    scale: float,
+) -> None:
+    """Grouped bars (one group per ``groups`` item, one bar per ``series``
+    item) of ``table`` (index (series, group); columns mean, ci) with 95%
+    error bars where there is spread."""
+    width = 0.8 / max(1, len(series))
+    x = np.arange(len(groups))
+    for k, name in enumerate(series):
+        vals, low, high = [], [], []
+        for g in groups:
+            row = table.loc[(name, g)] if (name, g) in table.index else None
+            mean = np.nan if row is None else float(row["mean"]) * scale
+            # no interval (n = 1): NaN draws no error bar, where 0 would draw a cap
+            ci = np.nan if row is None or not np.isfinite(row["ci"]) else float(row["ci"]) * scale
+            vals.append(mean)
+            high.append(ci)
+            # these metrics are never negative: the interval stops at 0
+            low.append(min(ci, mean) if mean >= 0 else ci)
+        ax.bar(
+            x + (k - (len(series) - 1) / 2) * width, vals, width, yerr=[low, high], capsize=2,
+            label=str(name), color=styles[name]["color"], error_kw={"lw": 0.8},
+        )  # fmt: skip
+    ax.set_xticks(x, [str(g) for g in groups], fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+
+
 def plot_metrics(summary: pd.DataFrame, path: Path) -> Path:
-    """Makespan, mean JCT, comm overhead: bars per policy, one per congestion
-    level (means over seeds and workloads)."""
-    mean = summary.groupby(["policy", "congestion"], sort=False)[
-        [m for m, _, _ in METRIC_PANELS]
-    ].mean()
+    """Makespan, mean JCT, comm overhead: one group of bars per congestion
+    level, one bar per policy (mean over seeds, 95% t error bars)."""
     policies = list(dict.fromkeys(summary["policy"]))
     levels = list(dict.fromkeys(summary["congestion"]))
-    width = 0.8 / len(levels)
-    x = np.arange(len(policies))
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.8))
+    styles = policy_styles(policies)
+    over = "cells" if "workload" in _varying(summary) else "seeds"
+    ns = summary.groupby(["policy", "congestion"]).size().tolist()
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     for ax, (metric, title, scale) in zip(axes, METRIC_PANELS, strict=True):
-        for i, level in enumerate(levels):
-            vals = [mean[metric].get((p, level), np.nan) * scale for p in policies]
-            ax.bar(x + (i - (len(levels) - 1) / 2) * width, vals, width, label=str(level))
-        ax.set_xticks(x, policies, rotation=30, ha="right", fontsize=8)
+        table = _mean_and_ci(summary, ["policy", "congestion"], metric)
+        draw_bars(ax, table, levels, policies, styles, scale)
+        ax.set_xlabel("congestion")
         ax.set_title(title, fontsize=10)
-        ax.grid(axis="y", alpha=0.3)
-    axes[0].legend(title="congestion", fontsize=7, title_fontsize=7)
+    fig.suptitle(_bar_note(ns, over), fontsize=9)
+    _legend_outside(fig, axes, "policy")
     return _save(fig, path)
 
 
@@ -195,77 +334,56 @@ def plot_timeline(placements: pd.DataFrame, gpus_per_server: int, path: Path) ->
     return _save(fig, path)
 
 
-def _save(fig, path: Path) -> Path:
+def _save(fig, path: Path, dpi: int = 110) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    # "tight": keep the legend placed right of the panels inside the image
+    fig.savefig(path, dpi=dpi, bbox_inches="tight")
     plt.close(fig)
     return path
 
 
 # -- the comparison grid (ddl_gym.experiments.grid) -----------------------------
 def plot_compare(cells: list[dict[str, Any]], summary: pd.DataFrame, out: Path) -> list[Path]:
-    """Per workload: a JCT CDF per congestion level and bars of makespan, mean
-    JCT and communication overhead; returns the files written."""
+    """Per workload: a JCT CDF per congestion level (one curve per policy,
+    aggregated over seeds with a min-max band) and bars of makespan, mean JCT
+    and communication overhead with 95% error bars; returns the files written."""
     written = []
-    # one distinct colour per policy (there are more policies than tab10 has)
-    names = list(dict.fromkeys(summary["policy"]))
-    palette = plt.get_cmap("tab20")
-    colour = {p: palette(i % 20) for i, p in enumerate(names)}
+    styles = policy_styles(list(dict.fromkeys(summary["policy"])))
     for w in summary["workload"].unique():
-        congestions = list(summary.loc[summary["workload"] == w, "congestion"].unique())
-        policies = list(summary.loc[summary["workload"] == w, "policy"].unique())
+        s = summary[summary["workload"] == w]
+        congestions = list(s["congestion"].unique())
+        policies = list(s["policy"].unique())
+        seeds = int(s["seeds"].max()) if "seeds" in s else 1
         fig, axes = plt.subplots(
-            1, len(congestions), figsize=(5 * len(congestions), 4), squeeze=False
-        )
+            1, len(congestions), figsize=(4.2 * len(congestions), 3.6), sharey=True,
+            squeeze=False,
+        )  # fmt: skip
         for ax, c in zip(axes[0], congestions, strict=True):
             for p in policies:
                 jct = [
-                    x["jct_s"]
+                    np.asarray(x["jct_s"], dtype=float)
                     for x in cells
                     if (x["workload"], x["congestion"], x["policy"]) == (w, c, p)
                 ]
-                if not jct:
-                    continue
-                v = np.sort(np.concatenate(jct)) / 3600.0
-                ax.plot(v, np.arange(1, len(v) + 1) / len(v), label=p, color=colour[p])
+                draw_cdf(ax, jct, p, styles[p])
             ax.set_xscale("log")
-            ax.set_xlabel("JCT (h)")
-            ax.set_title(f"{w}, congestion {c}")
+            ax.set_xlabel("JCT (h, log scale)")
+            ax.set_title(f"congestion {c}", fontsize=9)
             ax.grid(alpha=0.3)
-        axes[0][0].set_ylabel("CDF")
-        axes[0][-1].legend(fontsize=7)
-        fig.tight_layout()
-        path = out / f"jct_cdf_{w}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        written.append(path)
+        axes[0][0].set_ylabel("fraction of jobs")
+        fig.suptitle(f"{w}: JCT CDF ({_seed_note(seeds)})", fontsize=10)
+        _legend_outside(fig, axes, "policy")
+        written.append(_save(fig, out / f"jct_cdf_{w}.png", dpi=100))
 
-        s = summary[summary["workload"] == w]
-        fig, axes = plt.subplots(1, 3, figsize=(16, 4))
-        width = 0.8 / max(1, len(policies))
-        x = np.arange(len(congestions))
-        for ax, (m, label, scale) in zip(
-            axes,
-            (
-                ("makespan_s", "makespan (h)", 1 / 3600),
-                ("mean_jct_s", "mean JCT (h)", 1 / 3600),
-                ("comm_overhead", "comm overhead (comm/compute)", 1.0),
-            ),
-            strict=True,
-        ):
-            for k, p in enumerate(policies):
-                vals = [
-                    float(s[(s["policy"] == p) & (s["congestion"] == c)][m].mean()) * scale
-                    for c in congestions
-                ]
-                ax.bar(x + k * width, vals, width, label=p, color=colour[p])
-            ax.set_xticks(x + width * (len(policies) - 1) / 2, congestions)
-            ax.set_ylabel(label)
-            ax.set_title(f"{w}: {label}")
-        axes[-1].legend(fontsize=7)
-        fig.tight_layout()
-        path = out / f"bars_{w}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        written.append(path)
+        fig, axes = plt.subplots(1, 3, figsize=(14, 3.8))
+        for ax, (m, label, scale) in zip(axes, METRIC_PANELS, strict=True):
+            table = s.set_index(["policy", "congestion"])[[m, f"{m}_ci95"]]
+            table = table.set_axis(["mean", "ci"], axis=1)
+            draw_bars(ax, table, congestions, policies, styles, scale)
+            ax.set_xlabel("congestion")
+            ax.set_title(label, fontsize=10)
+        ns = s["seeds"].astype(int).tolist() if "seeds" in s else [1]
+        fig.suptitle(f"{w}: {_bar_note(ns)}", fontsize=9)
+        _legend_outside(fig, axes, "policy")
+        written.append(_save(fig, out / f"bars_{w}.png", dpi=100))
     return written

@@ -52,6 +52,8 @@ FIGURES: tuple[Figure, ...] = (
             "default",
             "--policies",
             "fifo,consolidation,tiresias,gandiva,dally",
+            "--seeds",
+            "0-2",
             "--processes",
             "2",
         ),

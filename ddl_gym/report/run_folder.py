@@ -107,13 +107,16 @@ def make_plots(run: RunData, folder: Path) -> dict[str, Path]:
 
     plots: dict[str, Path] = {}
     s = run.summary
-    if len(s) and {"policy", "congestion", "makespan_s"} <= set(s.columns):
+    # several workloads: their cells do not average; compare draws per-workload
+    # bars_<w>.png and jct_cdf_<w>.png instead
+    single = "workload" not in s.columns or s["workload"].nunique() <= 1
+    if single and len(s) and {"policy", "congestion", "makespan_s"} <= set(s.columns):
         plots["Makespan, mean JCT and communication overhead"] = plot_metrics(
             s, folder / "metrics.png"
         )
     if len(s) and "alloc_machine" in s.columns:
         plots["Allocation level per policy"] = plot_levels(s, folder / "levels.png")
-    if run.jobs is not None and len(run.jobs) and "jct_s" in run.jobs.columns:
+    if single and run.jobs is not None and len(run.jobs) and "jct_s" in run.jobs.columns:
         plots["JCT CDF per policy"] = plot_jct_cdf(run.jobs, folder / "jct_cdf.png")
     if run.series is not None and len(run.series) and run.num_gpus:
         plots["GPU utilisation and queue length over time"] = plot_series(

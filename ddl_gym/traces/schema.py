@@ -128,14 +128,15 @@ class Trace:
 
 
 def canonical_model_names() -> tuple[str, ...]:
-    """Canonical model names: the catalogue's if importable, else the fallback."""
+    """Canonical model names: the catalogue's (with models added by
+    ``register_model``) if importable, else the fallback."""
     try:
-        from ddl_gym.profiles import MODEL_NAMES
+        from ddl_gym.profiles import model_names
     except ModuleNotFoundError as exc:
         if exc.name not in ("ddl_gym.profiles", "ddl_gym"):
             raise
         return _CANONICAL_MODELS
-    return tuple(MODEL_NAMES)
+    return model_names()
 
 
 def reference_iter_time(model: str) -> float:

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from .schema import Trace, TraceError, canonical_model_names, row_note
+from .schema import Trace, TraceError, row_note
 
 __all__ = [
     "GPU_TIME_BUCKETS_H",
@@ -86,7 +86,8 @@ def assign_models(df: pd.DataFrame, seed: int, rule: str = "gpu_time") -> pd.Dat
     * ``"gpu_time"``: bucket each job by GPU time (``gpu_time_s`` if present,
       else ``duration_s * gpus``) into <1, 1-10, 10-100, >=100 GPU-hours and
       draw its model from that bucket's row of :data:`GPU_TIME_MODEL_MIX`.
-    * ``"uniform"``: uniform over the catalogue's model names.
+    * ``"uniform"``: uniform over the catalogue's ``ASSIGNABLE_MODELS`` (fixed:
+      models added later, built in or registered, never change a trace).
 
     One uniform number is drawn per job from ``numpy.random.default_rng(seed)``
     whatever the bucket, so the result depends only on the seed and the frame.
@@ -95,7 +96,9 @@ def assign_models(df: pd.DataFrame, seed: int, rule: str = "gpu_time") -> pd.Dat
     u = rng.random(len(df))
     out = df.copy()
     if rule == "uniform":
-        names = canonical_model_names()
+        from ddl_gym.profiles import ASSIGNABLE_MODELS
+
+        names = ASSIGNABLE_MODELS
         out["model"] = _pick({n: 1.0 for n in names}, u)
         return out
     if rule != "gpu_time":
