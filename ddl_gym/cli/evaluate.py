@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 
 from ddl_gym.cli.common import add_scenario_args, epilog, resolve_scenario
+from ddl_gym.cli.names import POLICIES, listed
 from ddl_gym.cli.workload import agent_trace_specs
 
 # the baselines an agent is judged against by default (ddl_gym.agents.evaluate)
@@ -18,7 +19,7 @@ HEURISTICS = ("fifo", "tiresias", "gandiva", "dally")
 def register(sub: argparse._SubParsersAction) -> None:
     e = sub.add_parser(
         "evaluate",
-        help="compare a trained agent with the heuristics (scripts/evaluate.py)",
+        help="compare a trained agent with the heuristics (ddl_gym.agents.evaluate)",
         description="Evaluate agents on held-out windows of the scenario's workload under its "
         "congestion.",
         epilog=epilog(
@@ -63,7 +64,12 @@ def add_evaluate_options(ap: argparse.ArgumentParser) -> None:
         help="window length in hours (default: the agent's training window; "
         "0 = the whole test part)",
     )
-    ap.add_argument("--baselines", nargs="*", default=list(HEURISTICS))
+    ap.add_argument(
+        "--baselines",
+        nargs="*",
+        default=list(HEURISTICS),
+        help=f"space-separated, of: {listed(POLICIES)} (default: {' '.join(HEURISTICS)})",
+    )
     ap.add_argument("--csv", type=Path, help="write the per-window results here")
 
 
