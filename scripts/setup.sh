@@ -25,6 +25,10 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 pip=(.venv/bin/python -m pip --quiet --disable-pip-version-check)
+# pip's "Location 'file:///...' is ignored: it is neither a file nor a
+# directory" says a locally configured index (pip.conf) lacks a project: about
+# the machine, not this install; dropped so real warnings stand out
+exec 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
 stamp=.venv/.ddl_gym_installed-$profile
 # dev includes main
 if [ "$profile" = main ] && [ -f .venv/.ddl_gym_installed-dev ] \
@@ -42,6 +46,17 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
       "${pip[@]}" install --no-deps "torch==2.13.0"
     fi
   fi
-  "${pip[@]}" install -e ".[$extras]"
+  if [ "$profile" = main ]; then
+    # lean: no bytecode compiled ahead (Python writes it for what it imports,
+    # a fraction), and without torch's C++ test binaries and headers (~190 MB;
+    # they serve torch's own tests and C++ extension builds only)
+    "${pip[@]}" install --no-compile -e ".[$extras]"
+    torch_dir=$(.venv/bin/python -c \
+      "import importlib.util as u; print(u.find_spec('torch').submodule_search_locations[0])")
+    rm -rf "$torch_dir/test" "$torch_dir/include" "$torch_dir"/bin/test_* \
+      "$torch_dir"/bin/*Test "$torch_dir"/bin/protoc*
+  else
+    "${pip[@]}" install -e ".[$extras]"
+  fi
   touch "$stamp"
 fi

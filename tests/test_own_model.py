@@ -153,3 +153,12 @@ def test_overlap_counts_jobs_not_names():
     a, b = default_trace(seed=0), default_trace(seed=1)
     assert job_keys(time_part(a, 0.0, 0.7)) <= job_keys(a)  # a window of a trace is in it
     assert len(job_keys(a) & job_keys(b)) < 0.1 * len(job_keys(b))  # another draw is not
+
+
+def test_evaluate_model_says_where_a_saved_model_runs(tiny_model, tmp_path, capsys):
+    from ddl_gym.agents import save_model
+
+    path = save_model(tiny_model, tmp_path / "mine.zip", ENV_ID, ENV_KWARGS)
+    assert main(["evaluate", "-s", "small", "--model", str(path), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"--policies dally,agent:{path}" in err

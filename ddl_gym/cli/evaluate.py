@@ -86,6 +86,18 @@ def run(args: argparse.Namespace) -> int:
     if args.suite or args.policy:
         return _run_suite(args)
     scenario = resolve_scenario(args, "evaluate").scenario
+    from ddl_gym.cli.common import CliError
+    from ddl_gym.model_env import ENV_SUFFIX, find_model_env
+
+    for model in args.model or []:
+        if find_model_env(model) is not None:
+            # held-out windows are cut from a `ddl-gym train` run's own split
+            raise CliError(
+                f"{model}: a model saved with its env ({Path(model).stem}{ENV_SUFFIX}) has no "
+                "training split to hold windows out of; run it with `ddl-gym compare "
+                f"--policies dally,agent:{model}` or `ddl-gym evaluate --suite ddl-gym-v1 "
+                f"--policy agent:{model}`"
+            )
     import tempfile
 
     specs = agent_trace_specs(scenario, Path(tempfile.mkdtemp(prefix="ddl-gym-evaluate-")))
