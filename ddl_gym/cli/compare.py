@@ -86,7 +86,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="FILE|JSON",
         help="for agent:PATH, a bare SB3 zip: the env it was trained on, as a JSON file or "
         'text, e.g. \'{"env_id": "ddl_gym/Small-v0", "env_kwargs": {"congestion": "heavy"}}\' '
-        "(written beside the model as PATH.env.json, so later runs need no --agent-env)",
+        "(kept beside the model: my_model.zip -> my_model.env.json; later runs need no "
+        "--agent-env)",
     )
     g.add_argument(
         "--congestions",
