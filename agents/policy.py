@@ -159,8 +159,9 @@ def load_policy(
 ) -> Any:
     """A saved model (``.zip``) as a ``Policy`` for ``simulate()``.
 
-    * A model trained by ``ddl_gym.agents.train`` (config saved beside it):
-      ``load_policy(path)``.
+    * A model saved by ``ddl_gym.agents.save_model`` (its env in
+      ``<stem>.env.json`` beside it) or trained by ``ddl_gym.agents.train``
+      (config saved beside it): ``load_policy(path)``.
     * Your own SB3 / sb3-contrib model (``MaskablePPO`` or ``PPO``, on the
       env's ``Dict`` observation or a flattened one): give the env it was
       trained on, ``load_policy("my_model.zip", env_kwargs={...},
@@ -168,22 +169,63 @@ def load_policy(
       ``ddl_gym/Cluster-v0``, the default kwargs its registered ones). See
       ``ddl_gym.agents.external``.
     """
+    from ddl_gym.agents.external import load_sb3
     from ddl_gym.agents.threads import one_thread
+
+    from ddl_gym.model_env import ENV_SUFFIX, find_model_env
 
     one_thread()
     if env_kwargs is not None or env_id is not None:
-        from ddl_gym.agents.external import load_sb3
-
         return load_sb3(path, env_kwargs, env_id, deterministic=deterministic)
     path = Path(path)
+    saved = find_model_env(path)  # save_model's <stem>.env.json
+    if saved is not None:
+        agent = load_sb3(path, saved.env_kwargs, saved.env_id, deterministic=deterministic)
+        agent.name = f"agent:{path.stem}"
+        return agent
     try:
         found = config_path(path)
     except FileNotFoundError:
         raise FileNotFoundError(
-            f"no config (.json/.toml) found for model {path}: for a model you trained "
-            "yourself, pass the env it was trained on: load_policy(path, env_kwargs={...}, "
-            'env_id="ddl_gym/Cluster-v0")'
+            f"no env settings found for model {path} (no {path.stem}{ENV_SUFFIX}, no "
+            "config.json): save your model with ddl_gym.agents.save_model(model, path, "
+            "env_id, env_kwargs), or pass the env it was trained on: load_policy(path, "
+            'env_kwargs={...}, env_id="ddl_gym/Cluster-v0") (ddl-gym: --agent-env)'
         ) from None
     config = TrainConfig.load(found)
     model = load_model(path, config.ppo.algo, config.ppo.policy)
     return AgentPolicy(model, config, name=f"agent:{path.stem}", deterministic=deterministic)
+
+
+def training_specs(path: str | Path = DEFAULT_MODEL) -> list[str]:
+    """The trace specs a saved model learned from (``SplitConfig.traces``
+    form: ``default:0-9``, trace files): its ``<stem>.env.json``'s
+    ``trained_on``, else its training config's ``split.traces``."""
+    from ddl_gym.model_env import find_model_env
+
+    saved = find_model_env(path)
+    if saved is not None:
+        return list(saved.trained_on)
+    return list(TrainConfig.load(config_path(path)).split.traces)
+
+
+def training_jobs(path: str | Path = DEFAULT_MODEL) -> list[Any]:
+    """The traces a saved model was trained on, cut to the part it trained
+    on (a ``ddl_gym.agents.train`` config's ``split.train``); specs whose
+    file is not here (no data dir) are left out."""
+    from ddl_gym.agents.envs import resolve_traces, time_part
+
+    from ddl_gym.model_env import find_model_env
+
+    specs = training_specs(path)
+    part = (0.0, 1.0) if find_model_env(path) is not None else None
+    if part is None:
+        part = TrainConfig.load(config_path(path)).split.train
+    out = []
+    for spec in specs:
+        try:
+            traces = resolve_traces([spec])
+        except FileNotFoundError:
+            continue
+        out.extend(time_part(t, *part) for t in traces)
+    return out

@@ -1,10 +1,14 @@
 """ddl-gym: network-aware GPU-cluster scheduling, as a simulator and a Gymnasium env."""
 
+import sys
+from collections.abc import Sequence
+from importlib.machinery import ModuleSpec
+from types import ModuleType
+
 __version__ = "0.1.0"
 
-
-# Gymnasium variants registered on import (entry points are strings, so the
-# engine is imported only when an env is made). See ddl_gym.env.ClusterEnv.
+# Gymnasium variants, registered when gymnasium is imported (entry points are
+# strings, so the engine is imported only when an env is made). See ddl_gym.env.ClusterEnv.
 ENV_VARIANTS: dict[str, dict] = {
     # the bundled synthetic default on the seed's 64-GPU cluster
     "ddl_gym/Cluster-v0": {},
@@ -45,4 +49,34 @@ def _register_envs() -> None:
             gymnasium.register(id=env_id, entry_point="ddl_gym.env:ClusterEnv", kwargs=kwargs)
 
 
-_register_envs()
+class _RegisterWhenGymnasiumLoads:
+    """A one-shot import hook: registers the env ids as soon as gymnasium is
+    imported, so ``import ddl_gym`` stays light (the ``ddl-gym`` command line
+    never pays for gymnasium and numpy) and ``gym.make("ddl_gym/...")`` works
+    whichever of the two was imported first."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None, /
+    ) -> ModuleSpec | None:
+        if fullname != "gymnasium":
+            return None
+        import importlib.util
+
+        sys.meta_path.remove(self)  # let the real finders find it
+        spec = importlib.util.find_spec(fullname)
+        loader = spec.loader if spec is not None else None
+        if loader is not None:
+            exec_module = loader.exec_module
+
+            def exec_then_register(module: ModuleType) -> None:
+                exec_module(module)
+                _register_envs()
+
+            loader.exec_module = exec_then_register  # type: ignore[method-assign]
+        return spec
+
+
+if "gymnasium" in sys.modules:
+    _register_envs()
+elif not any(isinstance(f, _RegisterWhenGymnasiumLoads) for f in sys.meta_path):
+    sys.meta_path.insert(0, _RegisterWhenGymnasiumLoads())

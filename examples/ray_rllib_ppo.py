@@ -1,6 +1,6 @@
 """Train PPO on the ddl-gym env with Ray RLlib, with action masking.
 
-    pip install 'ddl-gym[ray]'
+    pip install 'ddl-gym[rllib]'
     python examples/ray_rllib_ppo.py                       # local Ray, 5 iterations
     python examples/ray_rllib_ppo.py --iterations 50 --env-runners 2
     python examples/ray_rllib_ppo.py --address auto        # an existing Ray cluster
@@ -12,7 +12,7 @@ flattened ``ClusterEnv`` observation), and the RLModule is RLlib's
 -inf before sampling, so the agent never picks an invalid action (the same
 guarantee MaskablePPO gives in ``ddl_gym.agents``).
 
-Needs Ray RLlib (pinned in the ``ray`` extra) and torch. Workers import
+Needs Ray RLlib (pinned in the ``rllib`` extra) and torch. Workers import
 ddl-gym, so on a real cluster install the project on every node (or pass a
 ``runtime_env``).
 """

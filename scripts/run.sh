@@ -6,7 +6,7 @@
 # --data ../shared/data --processes 2, -s small). Ctrl-C keeps finished cells.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh main  # core + agents (torch CPU, SB3) + plots: no Ray, TensorBoard, dev tools
 if [ "$#" -eq 0 ]; then
   set -- --workloads default --policies all,agent --seeds 0-2 --processes 2
 fi

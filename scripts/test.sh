@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Set up (scripts/setup.sh) and run the whole test suite. Extra args go to pytest.
+# Set up (scripts/setup.sh dev) and run the whole test suite. Extra args go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh dev  # every extra: the tests cover Ray, Minari, rliable, Parquet
 set +e
 .venv/bin/python -m pytest "$@"
 code=$?

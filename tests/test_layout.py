@@ -48,6 +48,8 @@ def test_wheel_installs_only_ddl_gym(tmp_path):
     if proc.returncode != 0 and "No module named" in proc.stderr:
         pytest.skip(f"cannot build a wheel here: {proc.stderr.strip().splitlines()[-1]}")
     assert proc.returncode == 0, proc.stderr
+    # setuptools' "Package would be ignored" (data folders not listed as packages)
+    assert "Warning" not in proc.stderr, proc.stderr
     (wheel,) = tmp_path.glob("ddl_gym-*.whl")
     with zipfile.ZipFile(wheel) as zf:
         record = next(n for n in zf.namelist() if n.endswith(".dist-info/RECORD"))
@@ -180,3 +182,46 @@ def test_engine_imports_nothing_from_the_seed_wing():
         names = _absolute_imports(path, "ddl_gym.engine")
         bad = {n for n in names if n == "ddl_gym.seed" or n.startswith("ddl_gym.seed.")}
         assert not bad, f"{path.name} imports {bad}"
+
+
+def test_editable_install_prints_no_warning(tmp_path):
+    """``pip install -e .`` shows a build backend's warnings: the project's
+    backend (setuptools without its "Editable installation" notice) emits
+    none. Run as pip runs it: the backend's build_editable hook from the
+    repository, every warning shown."""
+    code = (
+        "import sys, warnings\n"
+        "sys.path.insert(0, 'build_backend')\n"
+        "import quiet_setuptools as backend\n"
+        "with warnings.catch_warnings(record=True) as seen:\n"
+        f"    backend.build_editable({str(tmp_path)!r})\n"
+        "print([str(w.message).splitlines()[0] for w in seen])\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
+    assert list(tmp_path.glob("ddl_gym-*.whl"))
+
+
+def test_main_install_is_lean():
+    """run.sh installs core + what the comparison needs (agents, plots); the
+    ray extra does not bring RLlib (which pins gymnasium for everyone); tests
+    and CI install every extra."""
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert not any("rllib" in r for r in extras["ray"])
+    assert any("rllib" in r for r in extras["rllib"])
+    assert not any("tensorboard" in r for r in extras["agents"])
+    setup = (REPO / "scripts" / "setup.sh").read_text()
+    assert 'main) extras="agents,plots"' in setup
+    dev = setup.split("dev) extras=", 1)[1].split(";", 1)[0]
+    assert set(dev.strip().strip('"').split(",")) == set(extras)
+    assert "bash scripts/setup.sh main" in (REPO / "scripts" / "run.sh").read_text()
+    assert "bash scripts/setup.sh dev" in (REPO / "scripts" / "test.sh").read_text()
+    assert "bash scripts/setup.sh dev" in (REPO / ".ci" / "run").read_text()
+    assert "download.pytorch.org/whl/cpu" in setup and "DDL_GYM_TORCH_INDEX" in setup

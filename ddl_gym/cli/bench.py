@@ -7,6 +7,7 @@ import argparse
 import time
 import tracemalloc
 
+from ddl_gym.cli import names
 from ddl_gym.cli.common import (
     CliError,
     add_scenario_args,
@@ -25,7 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "bench",
         help="simulator speed and memory on a scenario",
         description="Time one policy on a scenario's workload (best of --repeat runs, CPU "
-        "seconds) and its peak Python memory. --suite runs scripts/bench.py's standard cases "
+        "seconds) and its peak Python memory. --suite runs the standard cases of ddl_gym.bench "
         "instead; --philly every policy on the Philly week; --scale every policy on synthetic "
         "10k/30k/100k-job workloads on 4,096 GPUs at offered load 0.8.",
         epilog=epilog(
@@ -38,10 +39,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_scenario_args(p)
-    p.add_argument("-p", "--policy", default="fifo")
+    p.add_argument(
+        "-p", "--policy", default="fifo", help=f"a policy: {names.listed(names.POLICIES)}"
+    )
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--seed", type=seed_arg, default=0)
-    p.add_argument("--suite", action="store_true", help="run scripts/bench.py (needs the data dir)")
+    p.add_argument(
+        "--suite",
+        action="store_true",
+        help="the standard cases of ddl_gym.bench (needs the data dir)",
+    )
     p.add_argument("--philly", action="store_true", help="every policy on the Philly week")
     p.add_argument("--scale", action="store_true", help="synthetic jobs on 4,096 GPUs")
     p.add_argument(
@@ -53,7 +60,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=1,
         help="--scale: fresh processes per case, the least CPU time reported",
     )
-    p.add_argument("--policies", default=None, help="--philly/--scale policies (default: all)")
+    p.add_argument(
+        "--policies",
+        default=None,
+        help=f"--philly/--scale policies, comma-separated, of: {names.listed(names.POLICIES)} "
+        "(default: all)",
+    )
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=run)
 

@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from ddl_gym.baselines import HEURISTICS, ORACLES
+from ddl_gym.cli.names import HEURISTICS, ORACLES  # the registry's names, without loading it
 
 DEFAULT_SUITE = "ddl-gym-v1"
 

@@ -9,11 +9,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
-import pandas as pd
+if TYPE_CHECKING:  # imported where used: `ddl-gym --help` loads no pandas, numpy or gymnasium
+    import pandas as pd
 
-from ddl_gym.scenarios import Scenario, get_scenario
+    from ddl_gym.scenarios import Scenario
 
 
 class CliError(Exception):
@@ -63,6 +64,8 @@ class Chosen:
 
 
 def resolve_scenario(args: argparse.Namespace, command: str) -> Chosen:
+    from ddl_gym.scenarios import get_scenario
+
     if args.config is not None and args.scenario is not None:
         raise CliError("give --scenario or --config, not both")
     source = args.config if args.config is not None else (args.scenario or "default")
@@ -195,6 +198,8 @@ def _fmt(v: Any) -> str:
 
 def text_table(df: pd.DataFrame) -> str:
     """A plain aligned table (numbers right, text left)."""
+    import pandas as pd
+
     cols = list(df.columns)
     cells = [[_fmt(v) for v in row] for row in df.itertuples(index=False)]
     widths = [max([len(str(c))] + [len(r[i]) for r in cells]) for i, c in enumerate(cols)]

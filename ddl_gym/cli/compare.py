@@ -1,5 +1,5 @@
 """``ddl-gym compare``: the one comparison front-end (``scripts/compare.py``
-and ``scripts/run.sh`` call it too).
+and ``scripts/run.sh`` call it too; ``python -m ddl_gym.cli compare`` is the same).
 
 Two kinds of grid, one set of options:
 
@@ -20,12 +20,13 @@ folder as an uninterrupted run would have.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
+from ddl_gym.cli import names
 from ddl_gym.cli.common import (
     CliError,
     add_output_args,
@@ -37,11 +38,11 @@ from ddl_gym.cli.common import (
     split_list,
     text_table,
 )
-from ddl_gym.experiments.ray_backend import RayUnavailable
-from ddl_gym.experiments.runner import CellStore, Plan, frames, run_plan
-from ddl_gym.report.run_folder import RunData, finish_run, new_run_dir, write_config
-from ddl_gym.scenarios import Scenario
-from ddl_gym.traces import find_data_dir
+from ddl_gym.cli.own_model import apply_agent_env, overlap_warnings
+
+if TYPE_CHECKING:  # imported where used: the parser (ddl-gym --help) stays light
+    from ddl_gym.experiments.runner import Plan
+    from ddl_gym.scenarios import Scenario
 
 QUICK_POLICIES = ("fifo", "consolidation", "dally")
 QUICK_JOBS = 60  # --quick on named workloads: the first 60 jobs of each
@@ -74,15 +75,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("grid")
     g.add_argument(
         "--policies",
-        help=f"comma-separated: baseline names, '{ALL}' (every baseline), '{AGENT}' (the "
-        f"shipped model) or '{AGENT}:PATH' (default: the scenario's, else every baseline)",
+        help=f"comma-separated, of: {names.listed(names.POLICIES)}; '{ALL}' (every baseline), "
+        f"'{AGENT}' (the shipped model) or '{AGENT}:PATH' (your model: one saved with "
+        "ddl_gym.agents.save_model or trained by `ddl-gym train`; a bare SB3 zip with "
+        "--agent-env) (default: the scenario's, else every baseline)",
     )
-    g.add_argument("--congestions", help="comma-separated congestion levels")
+    g.add_argument(
+        "--agent-env",
+        metavar="FILE|JSON",
+        help="for agent:PATH, a bare SB3 zip: the env it was trained on, as a JSON file or "
+        'text, e.g. \'{"env_id": "ddl_gym/Small-v0", "env_kwargs": {"congestion": "heavy"}}\' '
+        "(kept beside the model: my_model.zip -> my_model.env.json; later runs need no "
+        "--agent-env)",
+    )
+    g.add_argument(
+        "--congestions",
+        help=f"comma-separated congestion levels: {names.listed(names.CONGESTIONS)} or a "
+        "background load fraction, e.g. 0.3 (moderate is 0.5, heavy 0.8)",
+    )
     g.add_argument("--seeds", help="comma-separated seeds or ranges, e.g. 0,1,2 or 0-2")
     g.add_argument(
         "--workloads",
-        help="comma-separated named workloads, each on its own cluster "
-        "(default with --data: every data workload); see ddl_gym.experiments.grid.WORKLOADS",
+        help="comma-separated named workloads, each on its own cluster, of: "
+        f"{names.listed(names.WORKLOADS)} (default with --data: every data workload)",
     )
     g.add_argument(
         "--data",
@@ -134,6 +149,8 @@ class Grid:
     def plan(self) -> Plan:
         """The cell function and its cells (keyword arguments), in table order."""
         from ddl_gym.experiments import grid as wgrid
+        from ddl_gym.experiments.runner import Plan
+        from ddl_gym.traces import find_data_dir
 
         if self.workloads is not None:
             cells = wgrid.make_cells(
@@ -163,8 +180,60 @@ class Grid:
         cells = [{"scenario": data, "policy": p, "congestion": c, "seed": s} for c, p, s in order]
         return Plan(compare_cell, cells)
 
-    def run_settings(self, backend: str) -> dict[str, Any]:
-        """The config file's ``[run]`` table: enough to repeat or resume."""
+    def evaluation_traces(self) -> list[tuple[str, Any]]:
+        """``(label, trace)`` of every workload the grid evaluates on."""
+        from ddl_gym.experiments import grid as wgrid
+        from ddl_gym.traces import find_data_dir
+
+        named = list(self.workloads) if self.workloads is not None else []
+        data_dir, max_jobs = self.data_dir, self.max_jobs
+        if self.workloads is None:
+            workload = compare_workload(self.scenario)
+            if workload is None:
+                return [
+                    (f"{self.scenario.name} (seed {s})", self.scenario.build_trace(s))
+                    for s in self.seeds
+                ]
+            named, max_jobs = [workload], self.scenario.jobs
+            found = find_data_dir()
+            data_dir = str(found) if found else None
+        out = []
+        for w in named:
+            seeds = self.seeds if wgrid.WORKLOADS[w].seeded else self.seeds[:1]
+            for s in seeds:
+                label = f"{w} (seed {s})" if wgrid.WORKLOADS[w].seeded else w
+                out.append((label, wgrid.load_workload(w, s, data_dir, max_jobs)[0]))
+        return out
+
+    def header(self, n_cells: int, backend: str) -> str:
+        """The first line of a run: what the grid crosses and how many cells
+        that makes (fewer than the product where a deterministic policy on a
+        fixed trace runs for the first seed only)."""
+        sizes = [
+            _count(len(self.policies), "policy", "policies"),
+            _count(len(self.congestions), "congestion level", "congestion levels"),
+            _count(len(self.seeds), "seed", "seeds"),
+        ]
+        product = len(self.policies) * len(self.congestions) * len(self.seeds)
+        where = f" on {self.scenario.name}"
+        if self.workloads is not None:
+            sizes.insert(0, _count(len(self.workloads), "workload", "workloads"))
+            product *= len(self.workloads)
+            where = ""
+        crossed = " x ".join(sizes)
+        if n_cells == product:
+            count = f"{crossed} = {n_cells} cells"
+        else:
+            count = (
+                f"{crossed}: {n_cells} cells, not {product} (a deterministic policy on a fixed "
+                "trace runs for the first seed only)"
+            )
+        return f"compare{where}: {count} ({backend})"
+
+    def run_settings(self, backend: str, folder: Path | None = None) -> dict[str, Any]:
+        """The config file's ``[run]`` table: enough to repeat or resume. The
+        data dir is written relative to the run ``folder`` (read back
+        relative to the config file), so a run folder moves with its data."""
         out: dict[str, Any] = {
             "command": "compare",
             "policies": list(self.policies),
@@ -175,10 +244,14 @@ class Grid:
         if self.workloads is not None:
             out["workloads"] = list(self.workloads)
             if self.data_dir is not None:
-                out["data"] = self.data_dir
+                out["data"] = relative_path(self.data_dir, folder)
             if self.max_jobs is not None:
                 out["max_jobs"] = self.max_jobs
         return out
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 # scenario workload -> the named workload of the same trace
@@ -253,8 +326,23 @@ def parse_policies(text: str | None, known: list[str]) -> list[str] | None:
     return list(dict.fromkeys(out))
 
 
-def _data_dir(text: str | None, run: dict[str, Any]) -> str | None:
-    text = text if text is not None else run.get("data")
+def relative_path(path: str, folder: Path | None) -> str:
+    """``path`` relative to ``folder`` (where possible: same drive), else as given."""
+    if folder is None:
+        return path
+    try:
+        return os.path.relpath(os.path.abspath(path), os.path.abspath(folder))
+    except ValueError:  # another drive (Windows)
+        return path
+
+
+def _data_dir(text: str | None, run: dict[str, Any], config: Path | None = None) -> str | None:
+    from ddl_gym.traces import find_data_dir
+
+    if text is None and run.get("data") is not None:
+        # a config file's data dir: relative to the config file's folder
+        base = Path(config).parent if config is not None else Path()
+        text = str(base / Path(run["data"]).expanduser())
     if text is None:
         found = find_data_dir()
         return str(found.resolve()) if found else None
@@ -284,7 +372,7 @@ def choose_grid(args: argparse.Namespace, scenario: Scenario, run: dict) -> Grid
         bad = [w for w in workloads if w not in wgrid.WORKLOADS]
         if bad:
             raise CliError(f"unknown workloads {bad}; known: {', '.join(wgrid.WORKLOADS)}")
-        data_dir = _data_dir(args.data, run)
+        data_dir = _data_dir(args.data, run, args.config)
         if data_dir is None and any(wgrid.WORKLOADS[w].path for w in workloads):
             raise CliError("these workloads need the data dir: give --data DIR")
         max_jobs = args.jobs if args.jobs is not None else run.get("max_jobs")
@@ -306,8 +394,15 @@ def choose_grid(args: argparse.Namespace, scenario: Scenario, run: dict) -> Grid
         seeds = [int(s) for s in run.get("seeds") or scenario.seeds]
         if args.quick:
             seeds = seeds[:1]
-    # validate the levels now, not in the middle of the grid
-    scenario.replace(congestions=tuple(congestions), seeds=tuple(seeds))
+    # the scenario as the grid runs it (its config.toml then says one thing:
+    # the levels and seeds swept, its single-run level the first of them);
+    # validates the levels now, not in the middle of the grid
+    scenario = scenario.replace(
+        congestion=congestions[0],
+        congestions=tuple(congestions),
+        seeds=tuple(seeds),
+        policies=tuple(policies),
+    )
     return Grid(
         scenario,
         tuple(policies),
@@ -325,6 +420,8 @@ def write_workload_tables(done: dict[int, dict[str, Any]], grid: Grid, folder: P
     better of Tiresias and Gandiva as ratios of means); written to ``tables.md`` / ``means.csv`` /
     ``improvement.csv`` and, with matplotlib, ``bars_<w>.png`` /
     ``jct_cdf_<w>.png``."""
+    import pandas as pd
+
     from ddl_gym.experiments import grid as wgrid
 
     cells = [done[i] for i in sorted(done)]
@@ -354,6 +451,10 @@ def write_workload_tables(done: dict[int, dict[str, Any]], grid: Grid, folder: P
 
 
 def run(args: argparse.Namespace) -> int:
+    from ddl_gym.experiments.ray_backend import RayUnavailable
+    from ddl_gym.experiments.runner import CellStore, frames, run_plan
+    from ddl_gym.report.run_folder import RunData, finish_run, new_run_dir, write_config
+
     folder: Path | None = None
     if args.resume is not None:
         if args.scenario is not None or args.config is not None:
@@ -372,18 +473,15 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--address needs --backend ray")
     if args.processes < 1:
         raise CliError(f"--processes must be at least 1, got {args.processes}")
+    apply_agent_env(args.agent_env, grid.policies)
     plan = grid.plan()
     n = len(plan)
     what = f"{len(grid.workloads)} workloads" if grid.workloads is not None else scenario.name
-    full = len(grid.policies) * len(grid.congestions) * len(grid.seeds)
-    full *= len(grid.workloads) if grid.workloads is not None else 1
-    once = "" if n == full else "; deterministic policies on fixed traces run one seed"
-    print(
-        f"compare on {what}: {len(grid.policies)} policies x {len(grid.congestions)} "
-        f"congestion levels x {len(grid.seeds)} seeds: {n} cells ({backend}{once})",
-        flush=True,
-    )
-    config = {**scenario.to_dict(), "run": grid.run_settings(backend)}
+    print(grid.header(n, backend), flush=True)
+    agents = [p for p in grid.policies if p == AGENT or p.startswith(AGENT + ":")]
+    if agents:
+        for line in overlap_warnings(agents, grid.evaluation_traces()):
+            print(f"warning: {line}", file=sys.stderr, flush=True)
     store = None
     done: dict[int, dict[str, Any]] = {}
     if folder is not None:
@@ -394,9 +492,11 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(str(err)) from None
         print(f"resuming {folder}: {len(done)} of {n} cells already finished", flush=True)
     elif not args.no_save:
-        folder = new_run_dir(args.out, args.name, f"compare-{scenario.name}")
-        write_config(folder, config)
+        folder = new_run_dir(args.out, args.name, f"compare-{grid.scenario.name}")
         store = CellStore(folder)
+    config = {**grid.scenario.to_dict(), "run": grid.run_settings(backend, folder)}
+    if folder is not None and args.resume is None:
+        write_config(folder, config)
     workers = args.processes if backend == "local" else 1
     try:
         done, complete = run_plan(

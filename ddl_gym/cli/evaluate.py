@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 
 from ddl_gym.cli.common import add_scenario_args, epilog, resolve_scenario
+from ddl_gym.cli.names import POLICIES, listed
 from ddl_gym.cli.workload import agent_trace_specs
 
 # the baselines an agent is judged against by default (ddl_gym.agents.evaluate)
@@ -18,7 +19,7 @@ HEURISTICS = ("fifo", "tiresias", "gandiva", "dally")
 def register(sub: argparse._SubParsersAction) -> None:
     e = sub.add_parser(
         "evaluate",
-        help="compare a trained agent with the heuristics (scripts/evaluate.py)",
+        help="compare a trained agent with the heuristics (ddl_gym.agents.evaluate)",
         description="Evaluate agents on held-out windows of the scenario's workload under its "
         "congestion.",
         epilog=epilog(
@@ -63,7 +64,12 @@ def add_evaluate_options(ap: argparse.ArgumentParser) -> None:
         help="window length in hours (default: the agent's training window; "
         "0 = the whole test part)",
     )
-    ap.add_argument("--baselines", nargs="*", default=list(HEURISTICS))
+    ap.add_argument(
+        "--baselines",
+        nargs="*",
+        default=list(HEURISTICS),
+        help=f"space-separated, of: {listed(POLICIES)} (default: {' '.join(HEURISTICS)})",
+    )
     ap.add_argument("--csv", type=Path, help="write the per-window results here")
 
 
@@ -80,6 +86,18 @@ def run(args: argparse.Namespace) -> int:
     if args.suite or args.policy:
         return _run_suite(args)
     scenario = resolve_scenario(args, "evaluate").scenario
+    from ddl_gym.cli.common import CliError
+    from ddl_gym.model_env import ENV_SUFFIX, find_model_env
+
+    for model in args.model or []:
+        if find_model_env(model) is not None:
+            # held-out windows are cut from a `ddl-gym train` run's own split
+            raise CliError(
+                f"{model}: a model saved with its env ({Path(model).stem}{ENV_SUFFIX}) has no "
+                "training split to hold windows out of; run it with `ddl-gym compare "
+                f"--policies dally,agent:{model}` or `ddl-gym evaluate --suite ddl-gym-v1 "
+                f"--policy agent:{model}`"
+            )
     import tempfile
 
     specs = agent_trace_specs(scenario, Path(tempfile.mkdtemp(prefix="ddl-gym-evaluate-")))

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
+from ddl_gym.cli import names
 from ddl_gym.cli.common import (
     add_output_args,
     add_scenario_args,
@@ -19,8 +20,10 @@ from ddl_gym.cli.common import (
     seed_arg,
     text_table,
 )
-from ddl_gym.experiments.cells import run_simulation
-from ddl_gym.report.run_folder import RunData, finish_run, new_run_dir, write_config
+from ddl_gym.cli.own_model import AGENT, apply_agent_env, overlap_warnings
+
+if TYPE_CHECKING:  # imported where used: the parser (ddl-gym --help) stays light
+    import pandas as pd
 
 KEYS = ("policy", "workload", "congestion", "seed")
 
@@ -41,7 +44,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_scenario_args(p)
-    p.add_argument("-p", "--policy", help="policy name (default: fifo)")
+    p.add_argument(
+        "-p",
+        "--policy",
+        help=f"a policy: {names.listed(names.POLICIES)}, '{AGENT}' (the shipped model) or "
+        f"'{AGENT}:PATH' (your model, see `ddl-gym compare --help`) (default: fifo)",
+    )
+    p.add_argument(
+        "--agent-env",
+        metavar="FILE|JSON",
+        help="for -p agent:PATH, a bare SB3 zip: the env it was trained on (as compare's)",
+    )
     p.add_argument("--seed", type=seed_arg, help="workload and policy seed (default: 0)")
     p.add_argument(
         "--no-placements", action="store_true", help="do not record the placement timeline"
@@ -51,11 +64,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from ddl_gym.experiments.cells import run_simulation
+    from ddl_gym.report.run_folder import RunData, finish_run, new_run_dir, write_config
+
     chosen = resolve_scenario(args, "simulate")
     scenario = chosen.scenario
     policy_name = pick(args.policy, chosen.run, "policy", "fifo")
     seed = run_seed(args.seed, chosen)
+    apply_agent_env(args.agent_env, [policy_name])
     policy = make_policy(policy_name, scenario)
+    if policy_name == AGENT or policy_name.startswith(AGENT + ":"):
+        label = f"{scenario.name} (seed {seed})"
+        for line in overlap_warnings([policy_name], [(label, scenario.build_trace(seed))]):
+            print(f"warning: {line}", file=sys.stderr, flush=True)
     n_jobs = len(scenario.build_trace(seed)) if not args.no_progress else None
     with progress(n_jobs, f"simulate {policy_name}", args.no_progress, unit="job") as bar:
         sim = run_simulation(
@@ -81,8 +104,11 @@ def run(args: argparse.Namespace) -> int:
     if args.no_save:
         return 0
     folder = new_run_dir(args.out, args.name, f"simulate-{scenario.name}")
+    # the scenario's grid settings (congestions, seeds) are compare's: left
+    # out, so the file says one level and one seed
+    grid_only = ("congestions", "seeds", "policies")
     config = {
-        **scenario.to_dict(),
+        **{k: v for k, v in scenario.to_dict().items() if k not in grid_only},
         "run": {"command": "simulate", "policy": policy_name, "seed": seed},
     }
     write_config(folder, config)

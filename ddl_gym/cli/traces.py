@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
-
+from ddl_gym.cli import names
 from ddl_gym.cli.common import CliError, add_scenario_args, epilog, resolve_scenario, text_table
-from ddl_gym.report.run_folder import parquet_available
-from ddl_gym.scenarios import BUILTIN_TRACES, DATA_TRACES, SCENARIOS, Scenario
-from ddl_gym.traces import SCHEMA_COLUMNS, Trace, detect_family, discover_traces, find_data_dir
 
-NAMED = [n for n in BUILTIN_TRACES if n != "synthetic"]
+if TYPE_CHECKING:  # imported where used: the parser (ddl-gym --help) stays light
+    from ddl_gym.traces import Trace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -55,7 +52,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         sp.add_argument(
             "workload",
             nargs="?",
-            help="a named workload or a trace file (or give --scenario)",
+            help="a named workload (default, seed-week, philly-week, or one of compare's: "
+            f"{names.listed(names.WORKLOADS)}), a trace file (or give --scenario)",
         )
         if name == "convert":
             sp.add_argument("output", type=Path, help="output file: .csv or .parquet")
@@ -66,6 +64,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from ddl_gym.scenarios import DATA_TRACES
+    from ddl_gym.traces import detect_family, discover_traces, find_data_dir
+
     rows: list[dict[str, str | None]] = [
         {"name": "default", "family": "synthetic", "where": "bundled (no data needed)"},
         {"name": "synthetic", "family": "synthetic", "where": "generated from a [synthetic] table"},
@@ -94,6 +97,12 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def _workload(args: argparse.Namespace) -> Trace:
+    import pandas as pd
+
+    from ddl_gym.scenarios import BUILTIN_TRACES, SCENARIOS, Scenario
+    from ddl_gym.traces import Trace, detect_family, find_data_dir
+
+    named = [n for n in BUILTIN_TRACES if n != "synthetic"]
     if args.workload and (args.scenario or args.config):
         raise CliError("give a workload or --scenario/--config, not both")
     if args.workload is None:
@@ -115,8 +124,8 @@ def _workload(args: argparse.Namespace) -> Trace:
     path = Path(name)
     if not path.is_file():
         raise CliError(
-            f"{name}: neither a named workload ({', '.join(NAMED)}, or one of compare's: "
-            f"{', '.join(n for n in WORKLOADS if n not in NAMED)}), a scenario nor an "
+            f"{name}: neither a named workload ({', '.join(named)}, or one of compare's: "
+            f"{', '.join(n for n in WORKLOADS if n not in named)}), a scenario nor an "
             "existing trace file"
         )
     if path.suffix.lower() == ".parquet":
@@ -133,6 +142,8 @@ def _workload(args: argparse.Namespace) -> Trace:
 
 
 def trace_stats(trace: Trace) -> list[tuple[str, str]]:
+    import numpy as np
+
     """Headline statistics of a workload, as (label, value) rows."""
     j = trace.jobs
     n = len(j)
@@ -171,6 +182,9 @@ def run_inspect(args: argparse.Namespace) -> int:
 
 
 def run_convert(args: argparse.Namespace) -> int:
+    from ddl_gym.report.run_folder import parquet_available
+    from ddl_gym.traces import SCHEMA_COLUMNS
+
     trace = _workload(args)
     out: Path = args.output
     suffix = out.suffix.lower()

@@ -17,7 +17,7 @@ ENV_FIELDS = ("fabric", "lease_s", "tick_s", "restore_s_per_gpu")
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train",
-        help="train a MaskablePPO agent (scripts/train.py)",
+        help="train a MaskablePPO agent (ddl_gym.agents.train)",
         description="Train an agent on the scenario's cluster, fabric, congestion and engine "
         "settings (its workload is the training trace). The rest of the training settings "
         "come from --train-config (a TrainConfig TOML or JSON; defaults otherwise).",
@@ -32,8 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, required=True, help="run directory")
     p.add_argument("--seed", type=seed_arg, help="override seed")
     p.add_argument("--train-config", type=Path, help="a TrainConfig TOML or JSON to start from")
-    # the options of scripts/train.py (agents.train.add_train_options, without
-    # importing torch for --help)
+    # the options of ddl_gym.agents.train's own command line (add_train_options),
+    # written out here: --help imports no torch
     p.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
     p.add_argument("--timesteps", type=int, help="override total_timesteps")
     p.add_argument("--algo", choices=["maskable_ppo", "ppo"], help="override ppo.algo")
@@ -41,7 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--teacher", help="override bc.teacher (behaviour-cloning warm start; 'none': off)"
     )
     p.add_argument("--vec-env", choices=["subproc", "dummy"], help="override vec_env")
-    p.add_argument("--ship", metavar="NAME", help="copy the best model to agents/models/NAME.zip")
+    p.add_argument(
+        "--ship",
+        metavar="NAME",
+        help="copy the best model into the installed package (ddl_gym/agents/models/NAME.zip)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ddl_gym.cli.common import CliError
-from ddl_gym.scenarios import Scenario
+
+if TYPE_CHECKING:  # the parser (ddl-gym --help) imports this module: keep it light
+    from ddl_gym.scenarios import Scenario
 
 SYNTHETIC_SEEDS = range(10)  # as "default:0-9": ten draws of the generator
 

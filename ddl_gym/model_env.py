@@ -1,0 +1,159 @@
+"""The env a model was trained in, kept beside the model.
+
+A model zip alone does not say which env it observes (windows ``K`` / ``M``,
+cluster shape, engine settings). :func:`save_model` saves an SB3 model and,
+beside it, ``<stem>.env.json``::
+
+    {"env_id": "ddl_gym/Small-v0", "env_kwargs": {"congestion": "heavy"},
+     "trained_on": [], "ddl_gym_version": "0.1.0"}
+
+so ``ddl_gym.agents.load_policy(path)`` and ``ddl-gym compare --policies
+agent:PATH`` need nothing else. ``trained_on`` lists the trace specs the
+model learned from (as ``SplitConfig.traces`` writes them: ``default:0``, a
+trace file; empty for fresh synthetic draws), so a comparison can warn when it
+evaluates the model on its own training jobs. Torch-free: the command line
+reads these files without loading a model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ENV_SUFFIX = ".env.json"
+DEFAULT_ENV_ID = "ddl_gym/Cluster-v0"
+
+
+@dataclass(frozen=True)
+class ModelEnv:
+    """How a model's env was made: ``gymnasium.make(env_id, **env_kwargs)``;
+    ``trained_on``: trace specs of its training jobs."""
+
+    env_id: str = DEFAULT_ENV_ID
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    trained_on: tuple[str, ...] = ()
+    ddl_gym_version: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "env_id": self.env_id,
+            "env_kwargs": dict(self.env_kwargs),
+            "trained_on": list(self.trained_on),
+            "ddl_gym_version": self.ddl_gym_version,
+        }
+
+
+def env_file(model_path: str | Path) -> Path:
+    """``my_model.zip`` -> ``my_model.env.json`` (beside it)."""
+    p = Path(model_path)
+    stem = p.name[: -len(".zip")] if p.name.endswith(".zip") else p.name
+    return p.with_name(stem + ENV_SUFFIX)
+
+
+def trained_on_specs(env_id: str, env_kwargs: Mapping[str, Any] | None) -> list[str]:
+    """The trace specs an env of ``env_id`` / ``env_kwargs`` draws its
+    episodes from; empty for a synthetic spec (a fresh trace per episode)."""
+    from ddl_gym import ENV_VARIANTS
+    from ddl_gym.env.sources import PHILLY_WEEK_FILE, SEED_WEEK_FILE
+
+    trace = {**ENV_VARIANTS.get(env_id, {}), **dict(env_kwargs or {})}.get("trace", "default")
+    if not isinstance(trace, str):
+        return []
+    # the env's trace names as it loads them (ddl_gym.env.sources.named_trace)
+    named = {"default": "default:0", "seed-week": SEED_WEEK_FILE, "philly-week": PHILLY_WEEK_FILE}
+    return [named.get(trace, trace)]
+
+
+def model_env(
+    env_id: str | None = None,
+    env_kwargs: Mapping[str, Any] | None = None,
+    trained_on: Sequence[str] | None = None,
+) -> ModelEnv:
+    """A :class:`ModelEnv`, checked: a registered env id, JSON-able arguments."""
+    from ddl_gym import ENV_VARIANTS, __version__
+
+    env_id = env_id or DEFAULT_ENV_ID
+    if env_id not in ENV_VARIANTS:
+        raise ValueError(f"unknown env id {env_id!r}; registered: {', '.join(ENV_VARIANTS)}")
+    kwargs = dict(env_kwargs or {})
+    try:
+        json.dumps(kwargs)
+    except TypeError as err:
+        raise ValueError(
+            f"env_kwargs must be plain data (names, numbers, lists, dicts) to be saved: {err}"
+        ) from None
+    specs = trained_on_specs(env_id, kwargs) if trained_on is None else list(trained_on)
+    return ModelEnv(env_id, kwargs, tuple(str(s) for s in specs), __version__)
+
+
+def write_model_env(model_path: str | Path, env: ModelEnv) -> Path:
+    """Write ``env`` beside the model; returns the file."""
+    path = env_file(model_path)
+    path.write_text(json.dumps(env.to_dict(), indent=2) + "\n")
+    return path
+
+
+def save_model(
+    model: Any,
+    path: str | Path,
+    env_id: str | None = None,
+    env_kwargs: Mapping[str, Any] | None = None,
+    trained_on: Sequence[str] | None = None,
+) -> Path:
+    """``model.save(path)`` (any SB3 / sb3-contrib model) plus its env beside
+    it (``<stem>.env.json``): then ``load_policy(path)`` and ``ddl-gym compare
+    --policies agent:PATH`` need no more. ``trained_on``: the trace specs it
+    learned from (default: what the env id and arguments draw from)."""
+    env = model_env(env_id, env_kwargs, trained_on)  # check before writing anything
+    path = Path(path)
+    if path.suffix != ".zip":
+        path = path.with_name(path.name + ".zip")
+    model.save(str(path))
+    write_model_env(path, env)
+    return path
+
+
+def parse_model_env(data: Mapping[str, Any], where: str) -> ModelEnv:
+    """A :class:`ModelEnv` from its JSON object (``where`` names it in errors)."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{where}: want a JSON object with env_id and env_kwargs")
+    known = {"env_id", "env_kwargs", "trained_on", "ddl_gym_version"}
+    unknown = set(data) - known
+    if unknown:
+        raise ValueError(f"{where}: unknown keys {sorted(unknown)}; known: {sorted(known)}")
+    kwargs = data.get("env_kwargs") or {}
+    if not isinstance(kwargs, Mapping):
+        raise ValueError(f"{where}: env_kwargs must be a JSON object")
+    trained_on = data.get("trained_on")
+    try:
+        env = model_env(data.get("env_id"), kwargs, trained_on)
+    except ValueError as err:
+        raise ValueError(f"{where}: {err}") from None
+    version = str(data.get("ddl_gym_version", ""))  # the version that wrote it, kept
+    return ModelEnv(env.env_id, env.env_kwargs, env.trained_on, version)
+
+
+def read_model_env(source: str | Path) -> ModelEnv:
+    """A model's env from a JSON file or JSON text (``--agent-env``)."""
+    text = str(source)
+    if text.lstrip().startswith("{"):
+        where, raw = "--agent-env", text
+    else:
+        path = Path(text).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no such env file (or give the JSON itself)")
+        where, raw = str(path), path.read_text()
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{where}: not valid JSON: {err}") from None
+    return parse_model_env(data, where)
+
+
+def find_model_env(model_path: str | Path) -> ModelEnv | None:
+    """The env saved beside a model (``<stem>.env.json``), if there is one."""
+    path = env_file(model_path)
+    return read_model_env(path) if path.is_file() else None
