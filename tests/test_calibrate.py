@@ -1351,3 +1351,19 @@ def test_documented_example_table_reads(tmp_path):
 
     hw = describe(t.hardware)
     assert (hw.intra, hw.network, hw.ports) == ("nvlink3", "ib_hdr", 8)
+
+
+def test_report_output_goes_to_out_the_user_dir_or_docs_never_the_package(data_home):
+    import argparse
+
+    from ddl_gym.fidelity.report import output_dir
+
+    def ns(**kw):
+        return argparse.Namespace(**{"out": None, "docs": False, "no_save": False, **kw})
+
+    assert output_dir(ns()) == data_home / "calibration"
+    assert output_dir(ns(out=Path("/tmp/x"))) == Path("/tmp/x")
+    args = ns(docs=True)
+    assert output_dir(args) == REPO / "docs" and args.no_save  # --docs saves no presets
+    with pytest.raises(ValueError, match="not both"):
+        output_dir(ns(docs=True, out=Path("/tmp/x")))

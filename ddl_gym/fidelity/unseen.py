@@ -30,8 +30,15 @@ from ddl_gym.fidelity.calibrate import (
     predict_ratio,
     transfer_prior,
 )
-from ddl_gym.fidelity.hardware import Hardware, describe, hardware_prior, preset_for
+from ddl_gym.fidelity.hardware import (
+    Hardware,
+    class_table,
+    describe,
+    hardware_prior,
+    preset_for,
+)
 from ddl_gym.fidelity.measured import MACHINE
+from ddl_gym.fidelity.own_table import below_one, non_monotone
 from ddl_gym.topology import FABRICS, Fabric
 
 WITHIN, ACROSS = "within", "across"
@@ -222,8 +229,6 @@ def _pct(v: float) -> str:
 def _inexpressible(part: pd.DataFrame) -> int:
     """Rows of one cluster and level no form can reach: measured faster than
     their reference, or (one server) than fewer GPUs of the same job."""
-    from ddl_gym.fidelity.own_table import below_one, non_monotone
-
     return len(below_one(part)) + len(non_monotone(part))
 
 
@@ -234,8 +239,6 @@ def unseen_markdown(
     descriptions: dict[str, str] | None = None,
 ) -> str:
     """The report section of :func:`unseen_table`, with the misses named."""
-    from ddl_gym.fidelity.hardware import class_table
-
     descriptions = descriptions or {}
     present = ", ".join(sorted(df["cluster"].unique()))
     head = [
