@@ -51,9 +51,10 @@ def test_readme_recipe_model_runs_in_compare_with_no_extra_argument(tiny_model, 
 
     assert _compare(tmp_path, f"dally,agent:{path}") == 0
     out = capsys.readouterr().out
-    rows = [line for line in out.splitlines() if line.startswith(f"agent:{path}")]
-    assert len(rows) == 1 and " small " in rows[0]
-    assert any(line.startswith("dally ") for line in out.splitlines())
+    # table rows: workload, congestion, policy, ...
+    rows = {tuple(line.split()[:3]) for line in out.splitlines() if line.startswith("small ")}
+    assert ("small", "none", f"agent:{path}") in rows
+    assert ("small", "none", "dally") in rows
 
 
 def test_load_policy_reads_the_env_beside_the_model(tiny_model, tmp_path):
