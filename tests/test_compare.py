@@ -301,3 +301,14 @@ def test_tie_note_names_groups_where_every_policy_ties():
     assert note.count("\n") == 0
     assert "all 2 policies tie on philly-week at congestion none" in note
     assert tie_note(pd.DataFrame(rows[4:], columns=cols)) == ""
+
+
+def test_scenario_compare_prints_spread_and_ratio_rows():
+    proc = compare(
+        "-s", "default", "--policies", "fifo,tiresias,gandiva,dally", "--seeds", "0-1",
+        "--congestions", "heavy", "--jobs", "30", "--no-save", "--no-progress",
+    )  # fmt: skip
+    out = proc.stdout
+    assert "4 policies x 1 congestion levels x 2 seeds: 8 cells" in out
+    assert " ± " in out and "Student-t 95% interval" in out
+    assert "Dally / the better of Tiresias and Gandiva" in out and "×" in out

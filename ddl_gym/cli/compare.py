@@ -516,7 +516,9 @@ def run(args: argparse.Namespace) -> int:
         return 0 if complete else 130
     summary, jobs = frames(done)
     from ddl_gym.experiments.grid import (
+        RATIO_METHOD,
         clairvoyance_note,
+        ratio_table,
         spread_note,
         spread_table,
         summarise,
@@ -529,6 +531,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(text_table(table))
         print(spread_note(summarise(summary)))
+        ratios = ratio_table(summary)
+        if len(ratios):
+            print(
+                "\nDally / the better of Tiresias and Gandiva per metric "
+                f"({RATIO_METHOD}; 95% interval in brackets; below 1: Dally lower):"
+            )
+            print(text_table(ratios))
         print(clairvoyance_note(summary))
     ties = tie_note(summary)
     if ties:

@@ -446,3 +446,18 @@ def spread_table(cells: pd.DataFrame) -> pd.DataFrame:
             label, scale = info[m]
             out[label] = [mean_cell(r, m, scale) for _, r in summary.iterrows()]
     return out.reset_index(drop=True)
+
+
+def ratio_table(cells: pd.DataFrame) -> pd.DataFrame:
+    """The ratio rows of ``improvement`` for the headline metrics, as strings:
+    one row per (workload, congestion) with Dally and Tiresias or Gandiva
+    (empty otherwise)."""
+    imp = improvement(cells)
+    if imp.empty:
+        return imp
+    info = {m: label for m, label, _, lower in METRICS if lower is not None}
+    out = imp[["workload", "congestion"]].copy()
+    for m in HEADLINE_METRICS:
+        if m in info and m in imp.columns:
+            out[info[m]] = [improvement_cell(r, m) for _, r in imp.iterrows()]
+    return out
