@@ -166,3 +166,17 @@ def test_evaluate_model_says_where_a_saved_model_runs(tiny_model, tmp_path, caps
     assert main(["evaluate", "-s", "small", "--model", str(path), "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and f"--policies dally,agent:{path}" in err
+
+
+def test_agent_env_is_refused_for_a_model_with_its_training_config(tiny_model, tmp_path, capsys):
+    """A `ddl-gym train` model loads with its config.json; --agent-env would
+    write an env file that load_policy prefers: refused."""
+    run = tmp_path / "run"
+    (run / "best").mkdir(parents=True)
+    model = run / "best" / "best_model.zip"
+    tiny_model.save(str(model))
+    (run / "config.json").write_text("{}")
+    env = json.dumps({"env_id": ENV_ID})
+    assert _compare(tmp_path, f"agent:{model}", "--agent-env", env) == 2
+    assert "carries its training config" in capsys.readouterr().err
+    assert not env_file(model).exists()
