@@ -180,3 +180,31 @@ def test_agent_env_is_refused_for_a_model_with_its_training_config(tiny_model, t
     assert _compare(tmp_path, f"agent:{model}", "--agent-env", env) == 2
     assert "carries its training config" in capsys.readouterr().err
     assert not env_file(model).exists()
+
+
+def test_training_jobs_of_a_train_run_are_found_from_another_directory(tmp_path, monkeypatch):
+    """`ddl-gym train -s small --out runs/a` writes runs/a/traces/small-*.csv and
+    a config naming them relative to where it ran; the overlap check finds
+    them from anywhere, cut to the part the model trained on."""
+    from ddl_gym.agents import TrainConfig
+    from ddl_gym.agents.policy import training_jobs
+
+    from ddl_gym.cli.own_model import overlap_warnings
+    from ddl_gym.scenarios import get_scenario
+    from ddl_gym.traces.loader import save_trace
+
+    out = tmp_path / "project" / "runs" / "a"
+    (out / "traces").mkdir(parents=True)
+    (out / "best").mkdir()
+    trace = get_scenario("small")[0].build_trace(0)
+    save_trace(trace, out / "traces" / "small-0.csv")
+    cfg = TrainConfig()
+    cfg.split.traces = ["runs/a/traces/small-0.csv"]
+    cfg.save_json(out / "config.json")
+    model = out / "best" / "best_model.zip"
+    model.write_bytes(b"")  # never loaded here
+    monkeypatch.chdir(tmp_path)  # not where training ran
+    (part,) = training_jobs(model)
+    assert 0 < len(part.jobs) < len(trace.jobs)  # the train part (0-70%) only
+    (line,) = overlap_warnings([f"agent:{model}"], [("small (seed 0)", trace)])
+    assert "small (seed 0)" in line
