@@ -215,17 +215,30 @@ def training_jobs(path: str | Path = DEFAULT_MODEL) -> list[Any]:
     file is not here (no data dir) are left out."""
     from ddl_gym.agents.envs import resolve_traces, time_part
 
-    from ddl_gym.model_env import find_model_env
+    from ddl_gym.model_env import env_file, find_model_env
 
     specs = training_specs(path)
-    part = (0.0, 1.0) if find_model_env(path) is not None else None
-    if part is None:
-        part = TrainConfig.load(config_path(path)).split.train
+    saved = find_model_env(path)
+    config = env_file(path) if saved is not None else config_path(path)
+    part = (0.0, 1.0) if saved is not None else TrainConfig.load(config).split.train
     out = []
     for spec in specs:
         try:
-            traces = resolve_traces([spec])
+            traces = resolve_traces([_beside(spec, config.parent)])
         except FileNotFoundError:
             continue
         out.extend(time_part(t, *part) for t in traces)
     return out
+
+
+def _beside(spec: str, folder: Path) -> str:
+    """A relative trace file of a training config, found from another working
+    directory: relative to the folder of the config or one above it (``ddl-gym
+    train`` writes ``<out>/traces/*.csv`` relative to where it ran)."""
+    p = Path(spec)
+    if p.is_absolute() or p.is_file() or ":" in spec:
+        return spec
+    for base in (folder, *folder.resolve().parents):
+        if (base / p).is_file():
+            return str(base / p)
+    return spec

@@ -53,13 +53,18 @@ def test_help_names_are_the_registries():
 
     from ddl_gym.cli import names
     from ddl_gym.experiments.grid import WORKLOADS
-    from ddl_gym.topology import CONGESTION
+    from ddl_gym.scenarios import BUILTIN_TRACES, SCENARIOS
+    from ddl_gym.topology import CLUSTERS, CONGESTION, FABRICS
 
     assert names.POLICIES == tuple(POLICY_NAMES)
     assert names.HEURISTICS == tuple(HEURISTICS)
     assert names.ORACLES == tuple(ORACLES)
     assert names.WORKLOADS == tuple(WORKLOADS)
     assert names.CONGESTIONS == tuple(CONGESTION)
+    assert names.CLUSTERS == tuple(CLUSTERS)
+    assert names.FABRICS == tuple(FABRICS)
+    assert names.SCENARIOS == tuple(SCENARIOS)
+    assert names.TRACES == tuple(BUILTIN_TRACES)
 
 
 def _helps() -> dict[str, str]:
@@ -101,6 +106,10 @@ def test_help_texts_name_modules_not_scripts():
         ("ddl-gym bench", "--policies", ("fifo", "dally")),
         ("ddl-gym evaluate", "--baselines", ("fifo", "dally")),
         ("ddl-gym traces inspect", "workload", ("seed-week", "pollux-1")),
+        ("ddl-gym simulate", "--scenario", ("default", "small", "seed-artist")),
+        ("ddl-gym simulate", "--cluster", ("seed64", "nvswitch512", "RxSxG")),
+        ("ddl-gym train", "--fabric", ("nvswitch_ib", "pcie_25gbe", "fitted_")),
+        ("ddl-gym compare", "--trace", ("synthetic", "philly-week")),
         ("ddl-gym benchmark evaluate", "--policy", ("tiresias", "srtf")),
     ],
 )

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
+from ddl_gym.cli.names import CLUSTERS, CONGESTIONS, FABRICS, SCENARIOS, TRACES, listed
+
 if TYPE_CHECKING:  # imported where used: `ddl-gym --help` loads no pandas, numpy or gymnasium
     import pandas as pd
 
@@ -29,7 +31,8 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
         "--scenario",
         default=None,
         metavar="NAME|FILE",
-        help="a named scenario (see `ddl-gym scenarios`) or a TOML file (default: default)",
+        help=f"a named scenario ({listed(SCENARIOS)}; `ddl-gym scenarios` describes them) or "
+        "a TOML file (default: default)",
     )
     g.add_argument(
         "--config",
@@ -37,14 +40,20 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="a run folder's config.toml: repeats that run (scenario and run settings)",
     )
-    g.add_argument(
-        "--trace", help="override the workload (default, synthetic, seed-week, ..., a file)"
-    )
+    g.add_argument("--trace", help=f"override the workload: {listed(TRACES)} or a trace file")
     g.add_argument("--jobs", type=int, help="keep only the first N jobs of the workload")
-    g.add_argument("--cluster", help="override the cluster (preset name or RxSxG)")
-    g.add_argument("--fabric", help="override the fabric preset")
     g.add_argument(
-        "--congestion", help="override the congestion (none, moderate, heavy, diurnal, 0.3)"
+        "--cluster",
+        help=f"override the cluster: {listed(CLUSTERS)} or RxSxG (racks x servers x GPUs)",
+    )
+    g.add_argument(
+        "--fabric",
+        help=f"override the fabric: {listed(FABRICS)}, a fitted preset (fitted_*) or a JSON file",
+    )
+    g.add_argument(
+        "--congestion",
+        help=f"override the congestion: {listed(CONGESTIONS)} or a background load fraction "
+        "(e.g. 0.3)",
     )
 
 

@@ -1,9 +1,11 @@
 """The names the command line's help lists: policies, workloads, congestion
-levels. Written out here so that building the parser (``ddl-gym --help``)
-imports no registry (each imports numpy and pandas);
-``tests/test_cli_help.py`` checks that they equal the registries
-(``ddl_gym.baselines.POLICY_NAMES``, ``ddl_gym.experiments.grid.WORKLOADS``,
-``ddl_gym.topology.CONGESTION``)."""
+levels, scenarios, traces, clusters, fabrics. Written out here so that
+building the parser (``ddl-gym --help``) imports no registry (each imports
+numpy and pandas); ``tests/test_cli_help.py`` checks that they equal the
+registries (``ddl_gym.baselines.POLICY_NAMES``,
+``ddl_gym.experiments.grid.WORKLOADS``, ``ddl_gym.topology``'s
+``CONGESTION``, ``CLUSTERS``, ``FABRICS``, ``ddl_gym.scenarios``'
+``SCENARIOS``, ``BUILTIN_TRACES``)."""
 
 from __future__ import annotations
 
@@ -52,6 +54,28 @@ WORKLOADS = (
     "pollux-8",
 )
 CONGESTIONS = ("none", "moderate", "heavy", "diurnal")
+SCENARIOS = (
+    "default",
+    "small",
+    "seed-week-heavy",
+    "seed-week-big-racks",
+    "seed-artist",
+    "philly-week-512",
+    "pcie-diurnal",
+)
+# a scenario's trace names (ddl_gym.scenarios.BUILTIN_TRACES)
+TRACES = ("default", "synthetic", "seed-week", "philly-week")
+CLUSTERS = ("seed64", "nvswitch512", "pcie512", "seed512")
+# built-in fabric presets (ddl_gym.topology.FABRICS; fitted ones ship as JSON)
+FABRICS = (
+    "seed",
+    "nvswitch_ib",
+    "pcie_25gbe",
+    "a100_nvlink_ib",
+    "h100_nvlink_ib",
+    "v100_nvlink_100gbe",
+    "pcie_consumer_25gbe",
+)
 
 
 def listed(names: tuple[str, ...]) -> str:

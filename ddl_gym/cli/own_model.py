@@ -40,6 +40,11 @@ def apply_agent_env(text: str | None, policies: Sequence[str]) -> None:
     for path in paths:
         if not Path(path).is_file():
             raise CliError(f"agent:{path}: no such model file")
+        if _training_config(path) is not None:
+            raise CliError(
+                f"agent:{path} carries its training config ({_training_config(path)}), which "
+                "says how to run it: drop --agent-env"
+            )
         saved = find_model_env(path)
         if saved is None:
             written = write_model_env(path, env)
@@ -50,6 +55,18 @@ def apply_agent_env(text: str | None, policies: Sequence[str]) -> None:
                 f"{dict(saved.env_kwargs)}, --agent-env says {env.env_id} "
                 f"{dict(env.env_kwargs)}: drop --agent-env or remove that file"
             )
+
+
+def _training_config(path: str) -> Path | None:
+    """The ``ddl_gym.agents.train`` config a model loads with, if any."""
+    try:
+        from ddl_gym.agents.policy import config_path
+    except ImportError:  # no agents extra: the model cannot run anyway
+        return None
+    try:
+        return config_path(path)
+    except FileNotFoundError:
+        return None
 
 
 def job_keys(trace: Any) -> set[tuple[Any, ...]]:

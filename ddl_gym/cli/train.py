@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=epilog(
             "ddl-gym train -s default --out runs/agent --timesteps 20000",
             "ddl-gym train -s seed-week-heavy --out runs/agent --vec-env dummy",
-            "ddl-gym train -s default --train-config agents/models/default.toml --out runs/a",
+            "ddl-gym train -s small --out runs/small --timesteps 2000   # a smoke run",
+            "ddl-gym train -s default --train-config my.toml --out runs/a  # a TrainConfig TOML",
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
