@@ -309,6 +309,6 @@ def test_scenario_compare_prints_spread_and_ratio_rows():
         "--congestions", "heavy", "--jobs", "30", "--no-save", "--no-progress",
     )  # fmt: skip
     out = proc.stdout
-    assert "4 policies x 1 congestion levels x 2 seeds: 8 cells" in out
+    assert "4 policies x 1 congestion level x 2 seeds = 8 cells" in out
     assert " ± " in out and "Student-t 95% interval" in out
     assert "Dally / the better of Tiresias and Gandiva" in out and "×" in out
