@@ -17,12 +17,15 @@ every difference to our default model a named switch
   before ``batch / N`` more seconds (the seed's look-ahead divides the next
   batch by the GPU count); it then waits again (its wait clock restarts) and
   competes in the next offer like any waiting job.
-* **checkpoint** (``checkpoint_s_per_gpu``): released GPUs are offered
-  ``checkpoint_s_per_gpu x N`` seconds later (see ``unlease_on_release``).
+* **checkpoint** (``checkpoint_s_per_gpu``, ``checkpoint_on_lookahead``):
+  released GPUs are offered ``checkpoint_s_per_gpu x N`` seconds later (see
+  ``unlease_on_release``) if the lease had expired, at once if the look-ahead
+  released them.
 * **offers** (``tick_s``, ``offer_scope``, ``tick``,
   ``offer_on_lease_expiry``): on arrivals, GPUs becoming free, lease ends and
-  a ``tick_s`` tick while jobs wait, all free GPUs are offered to the waiting
-  jobs in the policy's priority order, gang (all or nothing).
+  a ``tick_s`` tick once the event queue runs empty while jobs wait, all free
+  GPUs are offered to the waiting jobs in the policy's priority order, gang
+  (all or nothing).
 * **release** (``unlease_on_release``): as the seed's ``GPU.markLeaseEnd``,
   released GPUs are unleased at once; any offer during the checkpoint may take
   them, and their own offer comes after it.
