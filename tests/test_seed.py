@@ -389,7 +389,7 @@ def test_seed_mode_reproduces_the_authors_auto_tuned_dally(request):
 @pytest.mark.parametrize("rate", ["100", "50", "25"])
 def test_seed_mode_reproduces_the_authors_500_job_mix(request, rate, policy):
     """Every row of reference/artist_sim_500jobs_4x2.csv within 10% (Dally
-    40-150 s of CPU per trace, Tiresias about 20 s): --golden-full only.
+    about 35 s of CPU per trace, Tiresias about 20 s): --golden-full only.
     Dally's mean JCT is the open gap (-19%, -15%, +13%; issue 35 section of
     docs/seed_reproduction.md): held to 20% so that it cannot drift further."""
     _full_only(request)
