@@ -91,3 +91,25 @@ def test_simulate_seed_artist_names_the_seed_policies_for_an_engine_policy(tmp_p
     assert "Traceback" not in proc.stderr
     assert "no seed-mode policy 'fifo'" in proc.stderr
     assert "dally-1-2" in proc.stderr
+
+
+MIX = "traces/dally/sense_500jobs_poisson-25jobsPday.json"
+
+
+@pytest.mark.skipif(
+    DATA is None
+    or not (DATA / MIX).is_file()
+    or not (DATA / "profiles/dally_astra/slowdowns.csv").is_file(),
+    reason="needs ../shared/data (a 500-job trace and the slowdown table)",
+)
+def test_simulate_seed_artist_takes_a_500_job_trace(tmp_path):
+    """Any seed-format trace runs in the seed mode: here the 500-job mix, whose
+    arrivals are not sorted (a cut of its first jobs: the whole trace takes
+    minutes of CPU under Dally)."""
+    assert DATA is not None
+    args = ("simulate", "-s", "seed-artist", "--trace", str(DATA / MIX), "-p", "dally")
+    proc = ok(cli(*args, "--jobs", "12", "--no-progress", "--out", str(tmp_path), cwd=tmp_path))
+    assert "dally on seed-artist: sense_500jobs_poisson-25jobsPday (12 jobs)" in proc.stdout
+    jobs = pd.read_csv(next(tmp_path.glob("*/jobs.csv")))
+    assert len(jobs) == 12
+    assert jobs["end_s"].notna().all()

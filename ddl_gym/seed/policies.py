@@ -68,10 +68,11 @@ class _History:
     def add(self, t: float, wait: float, horizon: float, prune: str) -> None:
         self.samples.append((t, wait))
         if prune == "java":
+            # waits come in time order: the walk can stop at the first one
+            # inside the window (none after it is removed)
             i = 0
-            while i < len(self.samples):
-                if self.samples[i][0] < horizon:
-                    del self.samples[i]
+            while i < len(self.samples) and self.samples[i][0] < horizon:
+                del self.samples[i]
                 i += 1
 
     def spread(self, horizon: float, prune: str) -> float:
@@ -134,9 +135,7 @@ class SeedDally:
         self._hist = {}
 
     def key(self, sim: SeedSim, j: int) -> tuple:
-        busy = sim.gpu_time[j]
-        eff = sim.comp_time[j] / busy if busy > 0 else 0.0
-        return (eff, 0, sim.last_assign[j], j)
+        return (sim.efficiency(j), 0, sim.last_assign[j], j)
 
     def _horizon(self, sim: SeedSim) -> float:
         return sim.now - self.history * sim.sw.lease_s

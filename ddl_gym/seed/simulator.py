@@ -17,12 +17,15 @@ every difference to our default model a named switch
   before ``batch / N`` more seconds (the seed's look-ahead divides the next
   batch by the GPU count); it then waits again (its wait clock restarts) and
   competes in the next offer like any waiting job.
-* **checkpoint** (``checkpoint_s_per_gpu``): released GPUs are offered
-  ``checkpoint_s_per_gpu x N`` seconds later (see ``unlease_on_release``).
+* **checkpoint** (``checkpoint_s_per_gpu``, ``checkpoint_on_lookahead``):
+  released GPUs are offered ``checkpoint_s_per_gpu x N`` seconds later (see
+  ``unlease_on_release``) if the lease had expired, at once if the look-ahead
+  released them.
 * **offers** (``tick_s``, ``offer_scope``, ``tick``,
   ``offer_on_lease_expiry``): on arrivals, GPUs becoming free, lease ends and
-  a ``tick_s`` tick while jobs wait, all free GPUs are offered to the waiting
-  jobs in the policy's priority order, gang (all or nothing).
+  a ``tick_s`` tick once the event queue runs empty while jobs wait, all free
+  GPUs are offered to the waiting jobs in the policy's priority order, gang
+  (all or nothing).
 * **release** (``unlease_on_release``): as the seed's ``GPU.markLeaseEnd``,
   released GPUs are unleased at once; any offer during the checkpoint may take
   them, and their own offer comes after it.
@@ -292,19 +295,56 @@ class SeedSim:
             dt = k * batch
             iters = min(left, k * bi * n)
             finished = k >= need
+            # released by the look-ahead while the lease still runs (not expired)
+            early = not finished and dt < sw.lease_s
             self.service[j] += k * n * batch
+            if sw.priority_arith == "java":
+                self._java_batches(j, k, n, sd)
         else:
             rate = n / (tc * sd)
             t_done = left / rate
             dt = min(t_done, sw.lease_s)
             finished = t_done <= sw.lease_s + EPS
+            early = False
             iters = left if finished else dt * rate
             self.service[j] += n * dt
-        self._push(now + dt, END, (j, iters, dt, dt / sd, finished))
+        self._push(now + dt, END, (j, iters, dt, dt / sd, finished, early))
         if sw.offer_on_lease_expiry and dt > sw.lease_s:
             self._push(now + sw.lease_s, LEASE, None)
 
-    def _end(self, j: int, iters: float, dt: float, comp: float, finished: bool) -> None:
+    def _java_batches(self, j: int, k: int, n: int, sd: float) -> None:
+        """The seed's per-batch bookkeeping of ``k`` batches on ``n`` GPUs, in
+        its order of double operations (``IntraJobScheduler.endIteration``:
+        GPU time += time per iteration / speed x granularity, one batch at a
+        time; remaining iterations -= granularity x GPUs, floored at 0). The
+        seed's speed is compute / (compute + comm), 1 for one GPU; ours is
+        1 / slowdown. Read back at the batch end by :meth:`efficiency`."""
+        bi = self.sw.batch_iterations
+        inc = self.tpi[j] / (1.0 if n == 1 else 1.0 / sd) * bi
+        g = self._jv_gpu[j]
+        for _ in range(k):
+            g += inc
+        self._jv_gpu[j] = g
+        self._jv_rem[j] = max(0, self._jv_rem[j] - k * bi * n)
+
+    def efficiency(self, j: int) -> float:
+        """Dally's priority of job ``j``: its time-averaged placement
+        efficiency, work done / (GPU time held / ideal run time), 0 before
+        its first batch (``DallyIntraJobScheduler.endIteration``)."""
+        if self.sw.priority_arith == "java" and self.sw.batch_iterations > 0:
+            g = self._jv_gpu[j]
+            if g <= 0:
+                return 0.0
+            total = self._jv_total[j]
+            work = 1 - self._jv_rem[j] / total
+            ideal = self.tpi[j] * total / self.n[j]
+            return work / (g / ideal)
+        busy = self.gpu_time[j]
+        return self.comp_time[j] / busy if busy > 0 else 0.0
+
+    def _end(
+        self, j: int, iters: float, dt: float, comp: float, finished: bool, early: bool
+    ) -> None:
         gpus = self.held[j]
         self.held[j] = []
         for r in self.job_racks.pop(j, ()):
@@ -314,6 +354,8 @@ class SeedSim:
         self.comp_time[j] += comp
         self.last_assign[j] = self.now
         delay = self.sw.checkpoint_s_per_gpu * len(gpus)
+        if early and not self.sw.checkpoint_on_lookahead:
+            delay = 0.0
         if finished and not self.sw.checkpoint_on_completion:
             delay = 0.0
         if delay > 0:
@@ -345,13 +387,23 @@ class SeedSim:
     def _offer(self) -> None:
         policy = self.policy
         order = policy.domain_order
+        G = self.cluster.gpus_per_server
         placed: list[int] = []
         for pos, (_, j) in enumerate(self.waiting):
             if self.n_free == 0:
                 break
             if self.n[j] > self.n_free:
                 continue
-            got = self.find(j, policy.widest(self, j), policy.anywhere(self, j), order)
+            anywhere = policy.anywhere(self, j)
+            got = None
+            if not anywhere and self.n[j] <= G and self.sw.placement == "first_fit":
+                # a slot or machine is tried first whatever the timers say:
+                # ask the policy for its widest level only if none fits (as
+                # the seed tunes its timers only then); same answer, and a
+                # one-GPU job never reads the tuner's history
+                got = self.find(j, Level.MACHINE, False, order)
+            if got is None:
+                got = self.find(j, policy.widest(self, j), anywhere, order)
             if got is None:
                 continue
             gpus, stage = got
@@ -377,6 +429,10 @@ class SeedSim:
         self.done_iters = [0.0] * J
         self.gpu_time = [0.0] * J
         self.comp_time = [0.0] * J
+        # the seed's own double bookkeeping of Dally's priority (priority_arith)
+        self._jv_gpu = [0.0] * J
+        self._jv_total = [max(1, round(x)) for x in self.iters]
+        self._jv_rem = list(self._jv_total)
         self.service = [0.0] * J
         self.queued = [0.0] * J
         self.last_assign = list(self.arrival)

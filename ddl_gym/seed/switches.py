@@ -28,15 +28,36 @@ class SeedSwitches:
     # alone, as the stored ResourceAvailableEvent does ("released")
     offer_scope: str = "all"
     checkpoint_on_completion: bool = True  # a finished job's GPUs wait too
+    # a release the look-ahead decides (the lease has not expired yet, the next
+    # batch would overrun it) waits for the checkpoint too (True), or not
+    # (False, the seed: IntraJobScheduler.endIteration then empties the very
+    # set of current GPUs that the checkpoint is counted from (its "next GPUs"
+    # is an alias of it), so the GPUs are offered at once; a lease that has
+    # expired at the batch end keeps the N x checkpoint_s_per_gpu delay)
+    checkpoint_on_lookahead: bool = False
     offer_on_lease_expiry: bool = True  # a lease's end is an offer point (docs/design.md 1.1)
-    # a tick every tick_s while a job waits ("waiting", docs/design.md 1.1), or only
-    # when the event queue runs empty, as the stored ClusterEventQueue.start ("idle")
-    tick: str = "waiting"
+    # a tick (an offer of every free GPU tick_s later) only when the event queue
+    # runs empty while jobs wait, as ClusterEventQueue.start ("idle"), or every
+    # tick_s while a job waits ("waiting", docs/design.md 1.1). With "waiting"
+    # the ticks fall inside checkpoints and hand released GPUs back early: every
+    # 4x2x8 week run then ends 3-5% too soon (docs/seed_reproduction.md)
+    tick: str = "idle"
     # GPU.markLeaseEnd at the batch end: released GPUs are unleased at once
     # (an arrival's or tick's offer may take them) and offered by their own
     # event after the checkpoint; False: nobody can use them meanwhile
     unlease_on_release: bool = True
     gpus_per_slot: int = SEED_GPUS_PER_SLOT
+    # how a job's placement efficiency (Dally's priority) is computed at each
+    # batch end: "java" in the seed's double arithmetic, batch by batch
+    # (DallyIntraJobScheduler.endIteration: work done / (GPU time / ideal time),
+    # GPU time summed per batch in IntraJobScheduler.endIteration), so equal
+    # efficiencies (every one-GPU job's is 1) differ in their last bits and
+    # order the jobs as the seed's sort does; "exact" (default): summed per
+    # lease, ties exact (then broken by last assignment). Exact to the bit only
+    # for one-GPU jobs: for wider ones the seed divides by its ASTRA-sim speed,
+    # of which the table keeps the rounded inverse. On the week it moves Dally
+    # by a quarter (docs/seed_reproduction.md), so it stays a switch
+    priority_arith: str = "exact"
 
     def __post_init__(self) -> None:
         if self.perf not in ("seed_astra", "closed_form"):
@@ -52,5 +73,9 @@ class SeedSwitches:
             raise ValueError("batch_iterations and checkpoint_s_per_gpu must be >= 0")
         if self.offer_scope not in ("released", "all"):
             raise ValueError(f"offer_scope must be 'released' or 'all', got {self.offer_scope!r}")
+        if self.priority_arith not in ("java", "exact"):
+            raise ValueError(
+                f"priority_arith must be 'java' or 'exact', got {self.priority_arith!r}"
+            )
         if self.tick not in ("idle", "waiting"):
             raise ValueError(f"tick must be 'idle' or 'waiting', got {self.tick!r}")
