@@ -396,6 +396,20 @@ def run_dagger(cfg: DaggerConfig, out: str | Path, progress: bool = True) -> Pat
     return out / "best.zip"
 
 
+def choose(run_dirs: Sequence[str | Path]) -> tuple[Path, float]:
+    """The pre-registered rule: of the runs' best models (``best.zip``), the
+    one with the lowest validation IQM of the normalised mean JCT (read from
+    each run's ``curve.json``; ties: the first run)."""
+    scored: list[tuple[float, int, Path]] = []
+    for i, d in enumerate(run_dirs):
+        d = Path(d)
+        curve = json.loads((d / "curve.json").read_text())
+        best = json.loads((d / "stats.json").read_text())["best_iteration"]
+        scored.append((curve[best]["validation"]["iqm"], i, d / "best.zip"))
+    iqm_, _, path = min(scored)
+    return path, iqm_
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Multi-teacher DAgger on a benchmark's train split.")
     ap.add_argument("--config", type=Path, help="TOML DaggerConfig (defaults otherwise)")
