@@ -325,7 +325,6 @@ def run_dagger(cfg: DaggerConfig, out: str | Path, progress: bool = True) -> Pat
     data_masks: list[np.ndarray] = []
     data_labels: list[int] = []
     curve: list[dict[str, Any]] = []
-    best: tuple[float, int] | None = None
     k = 0
     for it in range(cfg.iterations):
         beta = cfg.beta0 * cfg.beta_decay**it
@@ -376,24 +375,30 @@ def run_dagger(cfg: DaggerConfig, out: str | Path, progress: bool = True) -> Pat
             val = validation_score(path, cfg.suite, cfg.validation_dir)
             row["validation"] = val
             row["cpu_s_validation"] = _cpu_s() - t2
-            if best is None or val["iqm"] < best[0]:
-                best = (val["iqm"], it)
         curve.append(row)
         say(json.dumps({k2: v for k2, v in row.items() if k2 != "validation"}))
         if cfg.validate:
             say(f"iteration {it}: validation IQM {row['validation']['iqm']:.3f}", flush=True)
         (out / "curve.json").write_text(json.dumps(curve, indent=1) + "\n")
-    chosen = best[1] if best is not None else cfg.iterations - 1
-    shutil.copyfile(out / f"iter{chosen}.zip", out / "best.zip")
-    tcfg.save_json(out / "best.json")
-    stats = {
-        "best_iteration": chosen,
-        "cpu_s": _cpu_s() - cpu0,
-        "wall_s": time.perf_counter() - wall0,
-    }
-    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
-    say(f"best iteration on validation: {chosen}; {stats['cpu_s']:.0f} CPU-s")
+    chosen = finalize(out, cpu_s=_cpu_s() - cpu0, wall_s=time.perf_counter() - wall0)
+    say(f"best iteration on validation: {chosen}; {_cpu_s() - cpu0:.0f} CPU-s")
     return out / "best.zip"
+
+
+def finalize(out: str | Path, **extra: float) -> int:
+    """Copy the iteration with the best validation IQM in ``out/curve.json``
+    (the last one without validation scores) to ``best.zip`` (+ its config)
+    and write ``stats.json``; also for a run stopped early. Returns it."""
+    out = Path(out)
+    curve = json.loads((out / "curve.json").read_text())
+    scored = [(row["validation"]["iqm"], row["iteration"]) for row in curve if "validation" in row]
+    chosen = min(scored)[1] if scored else curve[-1]["iteration"]
+    shutil.copyfile(out / f"iter{chosen}.zip", out / "best.zip")
+    shutil.copyfile(out / f"iter{chosen}.json", out / "best.json")
+    cpu = sum(row.get(k, 0.0) for row in curve for k in row if k.startswith("cpu_s_"))
+    stats = {"best_iteration": chosen, "iterations": len(curve), "cpu_s_iterations": cpu, **extra}
+    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+    return chosen
 
 
 def choose(run_dirs: Sequence[str | Path]) -> tuple[Path, float]:
@@ -417,7 +422,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--seed", type=int, help="override seed")
     ap.add_argument("--iterations", type=int, help="override iterations")
     ap.add_argument("--no-validate", action="store_true", help="skip the validation scores")
+    ap.add_argument("--finalize", action="store_true", help="only pick best.zip from --out's curve")
     args = ap.parse_args(argv)
+    if args.finalize:  # e.g. a run stopped early
+        print(f"best iteration: {finalize(args.out)}")
+        return
     cfg = DaggerConfig.load(args.config) if args.config else DaggerConfig()
     if args.seed is not None:
         cfg.seed = args.seed
