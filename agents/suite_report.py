@@ -117,13 +117,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument(
         "--model", action="append", default=[], help="NAME=PATH[,PATH...] (one per training seed)"
     )
+    ap.add_argument(
+        "--also",
+        default="agent,gandiva,tiresias",
+        help="other policies to score beside (comma-separated)",
+    )
     ap.add_argument("--out", type=Path, help="write the JSON here too")
     args = ap.parse_args(argv)
     models = {}
     for spec in args.model:
         name, _, paths = spec.partition("=")
         models[name] = [p for p in paths.split(",") if p]
-    result = report(models, args.suite, args.split)
+    also = [p for p in args.also.split(",") if p]
+    result = report(models, args.suite, args.split, also=also)
     text = json.dumps(result, indent=1)
     if args.out:
         args.out.write_text(text + "\n")
