@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from ddl_gym.baselines import HEURISTICS
 
@@ -85,15 +86,13 @@ def report(
     matrices = {n: score_matrix(norm[norm["policy"] == n])[0] for n in names}
     table, method = aggregate_table(matrices, reps)
     cards = records.groupby(["policy", "case"])[["mean_jct_s", "p95_jct_s", "makespan_s"]].mean()
+    card = {m: cards[m].to_dict() for m in ("p95_jct_s", "makespan_s")}
     out: dict[str, Any] = {"split": split, "ci": method, "best_heuristic": best_of, "policies": {}}
     for n in names:
         mine = norm[norm["policy"] == n]
         per_case = mine.groupby("case")["normalised_jct"].mean()
         ratios = {
-            m: float(
-                sum(cards.loc[(n, c), m] / cards.loc[(best_of[c], c), m] for c in per_case.index)
-                / len(per_case)
-            )
+            m: float(np.mean([card[m][(n, c)] / card[m][(best_of[c], c)] for c in per_case.index]))
             for m in ("p95_jct_s", "makespan_s")
         }
         fam = {f: iqm(score_matrix(g)[0]) for f, g in mine.groupby("family", sort=False)}
