@@ -47,6 +47,7 @@ from ddl_gym.traces import (
     load_trace,
     synthetic_trace,
 )
+from ddl_gym.workloads import DATA_WORKLOADS
 
 if TYPE_CHECKING:
     from ddl_gym.engine.perf_source import SlowdownSource
@@ -55,10 +56,8 @@ if TYPE_CHECKING:
 
 # Workloads known by name (relative to the data dir); "default" and
 # "synthetic" need no data.
-DATA_TRACES: dict[str, str] = {
-    "seed-week": "traces/dally/sense_500jobs_poisson_1proc-week.json",
-    "philly-week": "traces/philly/philly_2017-11-13_to_2017-11-19.csv",
-}
+# every named workload of the data dir (the names compare --workloads takes)
+DATA_TRACES: dict[str, str] = {w.name: w.path for w in DATA_WORKLOADS if w.path is not None}
 BUILTIN_TRACES = ("default", "synthetic", *DATA_TRACES)
 
 

@@ -254,10 +254,6 @@ def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-# scenario workload -> the named workload of the same trace
-COMPARE_WORKLOADS = {"default": "default", "seed-week": "seed-week", "philly-week": "philly-week"}
-
-
 def compare_workload(scenario: Scenario) -> str | None:
     """The named workload (``grid.WORKLOADS``) a scenario is, if it is one
     on that workload's cluster with no engine overrides."""
@@ -270,11 +266,11 @@ def compare_workload(scenario: Scenario) -> str | None:
         return None
     if scenario.clairvoyant is not None or scenario.stragglers or scenario.models:
         return None
-    name = COMPARE_WORKLOADS.get(scenario.trace)
-    workload = wgrid.WORKLOADS.get(name) if name else None
+    # a scenario's trace names are the workload names (ddl_gym.workloads)
+    workload = wgrid.WORKLOADS.get(scenario.trace)
     if workload is None or workload.cluster != scenario.cluster:
         return None
-    return name
+    return workload.name
 
 
 def _as_congestion(text: str) -> str | float:

@@ -64,7 +64,7 @@ SCENARIOS = (
     "pcie-diurnal",
 )
 # a scenario's trace names (ddl_gym.scenarios.BUILTIN_TRACES)
-TRACES = ("default", "synthetic", "seed-week", "philly-week")
+TRACES = ("default", "synthetic", *WORKLOADS[1:])  # every named workload
 CLUSTERS = ("seed64", "nvswitch512", "pcie512", "seed512")
 # built-in fabric presets (ddl_gym.topology.FABRICS; fitted ones ship as JSON)
 FABRICS = (
