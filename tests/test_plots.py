@@ -49,3 +49,32 @@ def test_multi_seed_plots_write_pngs(tmp_path):
     summary["makespan_s"] = summary["mean_jct_s"] * 3
     summary["comm_overhead"] = 0.5
     assert plot_metrics(summary, tmp_path / "bars.png").stat().st_size > 5_000
+
+
+def test_levels_plot_draws_the_totals_t_interval(tmp_path, monkeypatch):
+    """Stacked placements per level: the error bar is the 95% t interval of the
+    total over seeds (totals 10, 12, 14: 12 ± 4.303 * 2 / sqrt(3))."""
+    from matplotlib.axes import Axes
+
+    from ddl_gym.report.plots import plot_levels
+
+    drawn = {}
+    real = Axes.errorbar
+
+    def spy(self, x, y, yerr=None, **kw):
+        drawn["y"], drawn["yerr"] = np.asarray(y), np.asarray(yerr)
+        return real(self, x, y, yerr=yerr, **kw)
+
+    monkeypatch.setattr(Axes, "errorbar", spy)
+    summary = pd.DataFrame(
+        {
+            "policy": ["dally"] * 3,
+            "congestion": ["heavy"] * 3,
+            "alloc_machine": [6, 8, 10],
+            "alloc_rack": [3, 3, 3],
+            "alloc_network": [1, 1, 1],
+        }
+    )
+    assert plot_levels(summary, tmp_path / "levels.png").is_file()
+    assert drawn["y"].tolist() == [12.0]
+    assert drawn["yerr"][1][0] == pytest.approx(4.302653 * 2 / np.sqrt(3), rel=1e-5)

@@ -232,10 +232,16 @@ def plot_metrics(summary: pd.DataFrame, path: Path) -> Path:
 
 
 def plot_levels(summary: pd.DataFrame, path: Path) -> Path:
-    """Placements started per level (machine / rack / network), stacked."""
+    """Placements started per level (machine / rack / network), stacked: means
+    over seeds, with the 95% t error bar of the total where there is spread."""
+    from ddl_gym.report.stats import mean_ci
+
     cols = ["alloc_machine", "alloc_rack", "alloc_network"]
     keys = [k for k in ("policy", "congestion") if k in summary.columns]
-    mean = summary.groupby(keys, sort=False)[cols].mean()
+    grouped = summary.groupby(keys, sort=False)
+    mean = grouped[cols].mean()
+    totals = [mean_ci(g[cols].sum(axis=1).to_numpy()) for _, g in grouped]
+    ns = [len(g) for _, g in grouped]
     labels = [" / ".join(map(str, k)) if isinstance(k, tuple) else str(k) for k in mean.index]
     fig, ax = plt.subplots(figsize=(max(5.0, 0.6 * len(labels) + 2), 3.8))
     bottom = np.zeros(len(mean))
@@ -243,8 +249,12 @@ def plot_levels(summary: pd.DataFrame, path: Path) -> Path:
         vals = mean[col].to_numpy()
         ax.bar(labels, vals, bottom=bottom, label=col.removeprefix("alloc_"), color=color)
         bottom += vals
+    # no interval (n = 1): NaN draws no error bar
+    high = np.array([t.half_width if np.isfinite(t.half_width) else np.nan for t in totals])
+    low = np.minimum(high, bottom)  # counts: the interval stops at 0
+    ax.errorbar(labels, bottom, yerr=[low, high], fmt="none", ecolor="black", capsize=2, lw=0.8)
     ax.set_ylabel("placements started")
-    ax.set_title("allocation level per policy")
+    ax.set_title(f"allocation level per policy ({_bar_note(ns, 'seeds')})", fontsize=9)
     ax.tick_params(axis="x", rotation=30, labelsize=8)
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
