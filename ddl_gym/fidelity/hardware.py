@@ -114,6 +114,11 @@ GPU_DEFAULT_INTRA: dict[str, str] = {
     "h100": "nvlink4",
     "h200": "nvlink4",
 }
+# GPUs that share one intra-server link (one PCIe x16 slot): a dual-GPU
+# board puts its two GPUs behind an on-board PCIe switch (NVIDIA Tesla K80
+# board specification: two GK210 GPUs, one PCIe 3.0 x16 interface), so each
+# GPU gets half the slot's datasheet bandwidth. Other GPUs: one per slot.
+GPUS_PER_SLOT: dict[str, int] = {"k80": 2}
 # NVSwitch generation by GPU (NVSwitch 1 in DGX-2 V100, 2 in A100, 3 in H100).
 _NVSWITCH_GEN = {"v100": "nvlink2", "a100": "nvlink3", "h100": "nvlink4", "h200": "nvlink4"}
 
@@ -152,6 +157,17 @@ class Hardware:
     @property
     def known(self) -> bool:
         return self.intra is not None or self.network is not None
+
+    @property
+    def intra_bandwidth(self) -> float | None:
+        """Datasheet bytes/s per direction per GPU of the intra-server link:
+        the class's, split over the GPUs of a dual-GPU board on PCIe
+        (:data:`GPUS_PER_SLOT`)."""
+        if self.intra is None:
+            return None
+        ds = INTRA[self.intra]
+        share = GPUS_PER_SLOT.get(self.gpu or "", 1) if ds.family == "pcie" else 1
+        return ds.bandwidth / share
 
 
 def describe(text: str) -> Hardware:
@@ -243,22 +259,39 @@ def efficiencies(fits: dict[str, Fabric], hardware: dict[str, Hardware]) -> Effi
             continue
         if hw.intra is not None:
             ds = INTRA[hw.intra]
-            by.setdefault(("intra", ds.family), []).append(fabric.gpu_link.bandwidth / ds.bandwidth)
+            eff = fabric.gpu_link.bandwidth / (hw.intra_bandwidth or ds.bandwidth)
+            by.setdefault(("intra", ds.family), []).append(eff)
         if hw.network is not None:
             ds = NETWORK[hw.network]
             eff = fabric.nic.bandwidth / (ds.bandwidth * hw.ports)
             by.setdefault(("network", ds.family), []).append(eff)
 
+    # Each family counts once in a pooled figure, however many tables
+    # measured it: the pool is evidence on how far training falls short of a
+    # datasheet *whatever the link*, not on the family most tables happen to use.
+    family = {key: _log_median(v) for key, v in by.items()}
+
     def level(name: str) -> tuple[dict[str, float], float | None]:
-        fam = {f: _log_median(v) for (lv, f), v in by.items() if lv == name}
-        pooled = [x for (lv, _), v in by.items() if lv == name for x in v]
-        return {f: e for f, e in fam.items() if e is not None}, _log_median(pooled)
+        fam = {f: e for (lv, f), e in family.items() if lv == name and e is not None}
+        return fam, _log_median(list(fam.values()))
 
     intra, intra_all = level("intra")
     network, network_all = level("network")
-    return Efficiencies(
-        intra, network, intra_all, network_all, _log_median([x for v in by.values() for x in v])
-    )
+    every = [e for e in family.values() if e is not None]
+    return Efficiencies(intra, network, intra_all, network_all, _log_median(every))
+
+
+def _family_sharing(
+    family: str, fits: dict[str, Fabric], hardware: dict[str, Hardware], default: float
+) -> float:
+    """Median ``gpu_link_sharing`` of the fits whose intra-server link is of
+    ``family`` (``default`` where none is)."""
+    values = [
+        f.gpu_link_sharing
+        for c, f in fits.items()
+        if (h := hardware.get(c)) is not None and h.intra and INTRA[h.intra].family == family
+    ]
+    return float(np.median(values)) if values else default
 
 
 def hardware_prior(
@@ -311,9 +344,12 @@ def hardware_prior(
         ds = INTRA[hw.intra]
         e = eff.of("intra", ds.family)
         latency = pooled.gpu_link.latency if ds.family in measured_families["intra"] else ds.latency
-        sharing = pooled.gpu_link_sharing if ds.family == "pcie" else ds.sharing
-        out = replace(out, gpu_link=Link(ds.bandwidth * e, latency), gpu_link_sharing=sharing)
-        notes.append(f"{ds.name} x {e:.2f}")
+        sharing = _family_sharing(ds.family, fits, hardware, pooled.gpu_link_sharing)
+        sharing = sharing if ds.family == "pcie" else ds.sharing
+        bandwidth = hw.intra_bandwidth or ds.bandwidth
+        out = replace(out, gpu_link=Link(bandwidth * e, latency), gpu_link_sharing=sharing)
+        share = f" / {ds.bandwidth / bandwidth:.0f} GPUs" if bandwidth < ds.bandwidth else ""
+        notes.append(f"{ds.name}{share} x {e:.2f}")
     if hw.network is not None:
         ds = NETWORK[hw.network]
         e = eff.of("network", ds.family)
