@@ -675,8 +675,17 @@ def transfer_prior(
     algorithms = {f.algorithm for f in fabrics}
     if len(algorithms) != 1:
         raise ValueError(f"fits use different algorithms {sorted(algorithms)}; pool one form")
+    # Bandwidths: median in log (a typical generation). Latencies: plain
+    # median, because fits that need no latency sit at the solver's lower
+    # bound (1 ns), and a log median between such a fit and a measured
+    # latency (Gavel P100: 579 us) lands at a value set by the bound.
     values = {
-        p: math.exp(np.median([math.log(get_param(f, p)) for f in fabrics])) for p in _LINK_PARAMS
+        p: (
+            float(np.median([get_param(f, p) for f in fabrics]))
+            if p.endswith("latency")
+            else math.exp(np.median([math.log(get_param(f, p)) for f in fabrics]))
+        )
+        for p in _LINK_PARAMS
     }
     values.update({p: float(np.median([get_param(f, p) for f in fabrics])) for p in _UNIT})
     logs: dict[str, list[float]] = {}
