@@ -1367,3 +1367,64 @@ def test_report_output_goes_to_out_the_user_dir_or_docs_never_the_package(data_h
     assert output_dir(args) == REPO / "docs" and args.no_save  # --docs saves no presets
     with pytest.raises(ValueError, match="not both"):
         output_dir(ns(docs=True, out=Path("/tmp/x")))
+
+
+def test_transfer_prior_pools_latencies_by_plain_median():
+    """A fit that needs no latency sits at the 1 ns bound; the pooled latency
+    must not depend on that bound (a log median would: sqrt(1 ns x 600 us))."""
+    from ddl_gym.fidelity.calibrate import _LAT_BOUNDS, transfer_prior
+
+    shared = replace(_truth("shared"), comm_scale=())
+    lat = {"a": _LAT_BOUNDS[0], "b": _LAT_BOUNDS[0], "c": 600 * US, "d": 900 * US}
+    fits = {
+        c: _fit_of(replace(shared, gpu_link=Link(8 * GB, v)), 1.0 + i)
+        for i, (c, v) in enumerate(lat.items())
+    }
+    prior = transfer_prior(fits)
+    assert prior.gpu_link.latency == pytest.approx(300 * US, rel=1e-4)  # (1 ns + 600 us) / 2
+    assert prior.nic.bandwidth == pytest.approx(math.sqrt(2 * 3) * GB)  # still log
+
+
+def test_dual_gpu_board_splits_its_slot():
+    """A K80 board is two GPUs behind one PCIe 3.0 x16 slot: each gets half
+    the datasheet bandwidth, in the prior and in the efficiency its fit gives."""
+    from ddl_gym.fidelity.hardware import INTRA, describe, efficiencies, hardware_prior
+
+    k80, p100 = describe("NVIDIA K80 servers"), describe("NVIDIA P100 servers")
+    assert k80.intra == p100.intra == "pcie3"
+    assert k80.intra_bandwidth == pytest.approx(INTRA["pcie3"].bandwidth / 2)
+    assert p100.intra_bandwidth == pytest.approx(INTRA["pcie3"].bandwidth)
+    assert describe("DGX-1: 8x V100 NVLink").intra_bandwidth == INTRA["nvlink2"].bandwidth
+    fit = replace(FABRICS["pcie_25gbe"], algorithm="shared", gpu_link=Link(3.15 * GB, 5 * US))
+    eff = efficiencies({"p100": fit}, {"p100": p100})
+    assert eff.of("intra", "pcie") == pytest.approx(0.2)
+    prior = hardware_prior(k80, fit, {"p100": fit}, {"p100": p100})
+    assert prior.gpu_link.bandwidth == pytest.approx(INTRA["pcie3"].bandwidth / 2 * 0.2)
+    eff = efficiencies({"k80": fit}, {"k80": k80})
+    assert eff.of("intra", "pcie") == pytest.approx(0.4)
+
+
+def test_efficiencies_count_each_family_once_and_share_pcie_sharing():
+    """Two PCIe tables and one NVLink table: the efficiency pooled over every
+    link is the median of the two families' figures, not of three tables; a
+    PCIe prior takes its sharing exponent from the PCIe fits only."""
+    from ddl_gym.fidelity.hardware import describe, efficiencies, hardware_prior
+
+    base = replace(FABRICS["pcie_25gbe"], algorithm="shared")
+    hw = {
+        "p1": describe("P100 servers"),
+        "p2": describe("T4 servers"),
+        "nv": describe("DGX-1 V100 NVLink 2"),
+    }
+    fits = {
+        "p1": replace(base, gpu_link=Link(0.5 * 15.75 * GB, 5 * US), gpu_link_sharing=0.5),
+        "p2": replace(base, gpu_link=Link(0.5 * 15.75 * GB, 5 * US), gpu_link_sharing=0.2),
+        "nv": replace(base, gpu_link=Link(0.02 * 150 * GB, 5 * US), gpu_link_sharing=0.0),
+    }
+    eff = efficiencies(fits, hw)
+    assert eff.of("intra", "pcie") == pytest.approx(0.5)
+    assert eff.any_level == pytest.approx(0.1)  # sqrt(0.5 x 0.02); per table it was 0.5
+    assert eff.of("network", "ethernet") == pytest.approx(0.1)  # no network measured
+    pooled = replace(base, gpu_link_sharing=0.0)  # what a median over all three gives
+    prior = hardware_prior(describe("RTX 2080Ti, PCIe 3"), pooled, fits, hw)
+    assert prior.gpu_link_sharing == pytest.approx(0.35)  # the PCIe fits' median
