@@ -1428,3 +1428,24 @@ def test_efficiencies_count_each_family_once_and_share_pcie_sharing():
     pooled = replace(base, gpu_link_sharing=0.0)  # what a median over all three gives
     prior = hardware_prior(describe("RTX 2080Ti, PCIe 3"), pooled, fits, hw)
     assert prior.gpu_link_sharing == pytest.approx(0.35)  # the PCIe fits' median
+
+
+def test_two_gpu_reference_error_takes_the_one_gpu_row_out():
+    """A prediction off only by a factor on every multi-GPU row (the 1-GPU
+    reference's doing) scores 0 against the 2-GPU row; one off in its growth
+    beyond 2 GPUs does not."""
+    from ddl_gym.fidelity.unseen import two_gpu_reference_error
+
+    part = pd.DataFrame(
+        {
+            "job": ["a"] * 4 + ["b"] * 2,
+            "n": [1, 2, 4, 8, 1, 2],
+            "s": [1, 1, 1, 1, 1, 2],
+            "ratio": [1.0, 0.6, 0.9, 1.2, 1.0, 1.5],
+        }
+    )
+    scaled = np.array([1.0, 1.2, 1.8, 2.4, 1.0, 1.0])  # 2x on a's multi-GPU rows
+    assert two_gpu_reference_error(part, scaled) == (pytest.approx(0.0), 2)
+    flat = np.array([1.0, 1.2, 1.2, 1.2, 1.0, 1.0])  # no growth beyond 2 GPUs
+    err, rows = two_gpu_reference_error(part, flat)
+    assert rows == 2 and err == pytest.approx((1 / 3 + 1 / 2) / 2)  # measured 1.5x, 2x of 2 GPUs
