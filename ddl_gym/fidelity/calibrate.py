@@ -656,8 +656,9 @@ def transfer_prior(
     """A fabric for hardware none of ``fits`` measured, built from them.
 
     Physical and per-model terms are pooled separately, so each carries on
-    its own: link bandwidths and latencies are the median over the clusters
-    in log space (a typical server and network of the measured generations),
+    its own: link bandwidths are the median over the clusters in log space
+    (a typical server and network of the measured generations), latencies
+    the plain median (robust to fits at the solver's lower bound),
     overlap and the sharing exponents the median, and a model's
     gradient-byte multiplier its "model card": what the framework makes of
     its bytes, the geometric mean over the clusters that measured it of

@@ -251,7 +251,8 @@ class Efficiencies:
 
 def efficiencies(fits: dict[str, Fabric], hardware: dict[str, Hardware]) -> Efficiencies:
     """Median (in log) of fitted / datasheet bandwidth over the fitted
-    clusters whose class at that level is known, per family and pooled."""
+    clusters whose class at that level is known, per family; pooled over the
+    families' figures (each family once), per level and over every level."""
     by: dict[tuple[str, str], list[float]] = {}
     for cluster, fabric in fits.items():
         hw = hardware.get(cluster)
@@ -314,7 +315,11 @@ def hardware_prior(
     a link's datasheet speed whatever the link), and its
     datasheet latency where the family is not one the fits measured (their
     fitted latencies absorb framework costs of those families only). A level
-    it does not state keeps ``pooled``'s link. A description that states
+    it does not state keeps ``pooled``'s link. A PCIe server's sharing
+    exponent is the median of the PCIe fits' (the GPUs share the host's
+    root there; NVLink and unknown servers' fits say nothing about that),
+    NVLink's none; a dual-GPU board's GPUs split their slot
+    (:attr:`Hardware.intra_bandwidth`). A description that states
     nothing gets ``unknown``'s links (default: ``pooled``'s).
     """
     if not hw.known:

@@ -1118,7 +1118,7 @@ def markdown(
         "headline). Every measured cluster is a different piece of hardware. Each one is "
         "predicted by a fabric pooled from the *other* clusters' fits in the "
         f"`{TRANSFER_ALGORITHM}` form (per-server shared links): the physical "
-        "terms (link bandwidths and latencies: median in log space; overlap "
+        "terms (link bandwidths: median in log space; latencies: median; overlap "
         "and sharing exponents: median) separately from the per-model terms "
         "(a model's card: the geometric mean, over the clusters that measured "
         "it, of its gradient-byte multiplier relative to the parameters of the "
