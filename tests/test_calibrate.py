@@ -1323,6 +1323,13 @@ def test_unseen_hardware_is_never_worse_than_predict_one_across_servers(measured
     assert len(across) == measured["cluster"].nunique()
     assert (across["k=0"] <= across["predict 1"]).all(), across
     assert (across["k=3"] <= across["predict 1"]).all(), across
+    # The report names each miss's rows and the diagnostics that place it.
+    from ddl_gym.fidelity.unseen import unseen_markdown
+
+    text = unseen_markdown(t, measured, fits, dict(STATED_HARDWARE))
+    assert "against its 2-GPU row instead of its 1-GPU row" in text
+    assert "described as PCIe 3 servers instead" in text  # V100's NVLink is inferred
+    assert "gavel_v100 within" in text and "by model:" in text
 
 
 def test_refine_keeps_a_prior_that_explains_the_rows():
@@ -1404,7 +1411,7 @@ def test_dual_gpu_board_splits_its_slot():
     assert eff.of("intra", "pcie") == pytest.approx(0.4)
 
 
-def test_efficiencies_count_each_family_once_and_share_pcie_sharing():
+def test_efficiencies_count_each_family_once_and_latency_sharing_come_per_family():
     """Two PCIe tables and one NVLink table: the efficiency pooled over every
     link is the median of the two families' figures, not of three tables; a
     PCIe prior takes its sharing exponent from the PCIe fits only."""
@@ -1417,9 +1424,9 @@ def test_efficiencies_count_each_family_once_and_share_pcie_sharing():
         "nv": describe("DGX-1 V100 NVLink 2"),
     }
     fits = {
-        "p1": replace(base, gpu_link=Link(0.5 * 15.75 * GB, 5 * US), gpu_link_sharing=0.5),
-        "p2": replace(base, gpu_link=Link(0.5 * 15.75 * GB, 5 * US), gpu_link_sharing=0.2),
-        "nv": replace(base, gpu_link=Link(0.02 * 150 * GB, 5 * US), gpu_link_sharing=0.0),
+        "p1": replace(base, gpu_link=Link(0.5 * 15.75 * GB, 100 * US), gpu_link_sharing=0.5),
+        "p2": replace(base, gpu_link=Link(0.5 * 15.75 * GB, 300 * US), gpu_link_sharing=0.2),
+        "nv": replace(base, gpu_link=Link(0.02 * 150 * GB, 1e-9), gpu_link_sharing=0.0),
     }
     eff = efficiencies(fits, hw)
     assert eff.of("intra", "pcie") == pytest.approx(0.5)
@@ -1428,6 +1435,11 @@ def test_efficiencies_count_each_family_once_and_share_pcie_sharing():
     pooled = replace(base, gpu_link_sharing=0.0)  # what a median over all three gives
     prior = hardware_prior(describe("RTX 2080Ti, PCIe 3"), pooled, fits, hw)
     assert prior.gpu_link_sharing == pytest.approx(0.35)  # the PCIe fits' median
+    assert prior.gpu_link.latency == pytest.approx(200 * US)  # ... and their latency's
+    nv = hardware_prior(describe("DGX-1 V100 NVLink 2"), pooled, fits, hw)
+    assert nv.gpu_link.latency == pytest.approx(1e-9) and nv.gpu_link_sharing == 0.0
+    a100 = hardware_prior(describe("8x A100 NVLink 3"), pooled, {"p1": fits["p1"]}, hw)
+    assert a100.gpu_link.latency == pytest.approx(2 * US)  # no NVLink fit: the datasheet
 
 
 def test_two_gpu_reference_error_takes_the_one_gpu_row_out():

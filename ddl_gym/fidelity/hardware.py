@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -282,17 +283,22 @@ def efficiencies(fits: dict[str, Fabric], hardware: dict[str, Hardware]) -> Effi
     return Efficiencies(intra, network, intra_all, network_all, _log_median(every))
 
 
-def _family_sharing(
-    family: str, fits: dict[str, Fabric], hardware: dict[str, Hardware], default: float
-) -> float:
-    """Median ``gpu_link_sharing`` of the fits whose intra-server link is of
-    ``family`` (``default`` where none is)."""
-    values = [
-        f.gpu_link_sharing
-        for c, f in fits.items()
-        if (h := hardware.get(c)) is not None and h.intra and INTRA[h.intra].family == family
-    ]
-    return float(np.median(values)) if values else default
+def _family_median(
+    level: str,
+    family: str,
+    fits: dict[str, Fabric],
+    hardware: dict[str, Hardware],
+    value: Callable[[Fabric], float],
+) -> float | None:
+    """Median of ``value`` over the fits whose link at ``level`` (``intra``
+    or ``network``) is of ``family``; None where no fit's is."""
+    values = []
+    for c, f in fits.items():
+        h = hardware.get(c)
+        name = None if h is None else (h.intra if level == "intra" else h.network)
+        if name is not None and (INTRA if level == "intra" else NETWORK)[name].family == family:
+            values.append(value(f))
+    return float(np.median(values)) if values else None
 
 
 def hardware_prior(
@@ -312,9 +318,10 @@ def hardware_prior(
     (:meth:`Efficiencies.of`: where no fit measured the family, the
     fraction of a datasheet link the measured links achieved at that level,
     else at any level: data-parallel training reaches a similar fraction of
-    a link's datasheet speed whatever the link), and its
-    datasheet latency where the family is not one the fits measured (their
-    fitted latencies absorb framework costs of those families only). A level
+    a link's datasheet speed whatever the link), and the median latency of
+    the fits of its family, or its datasheet latency where no fit measured
+    the family (fitted latencies absorb framework costs of their own
+    family only). A level
     it does not state keeps ``pooled``'s link. A PCIe server's sharing
     exponent is the median of the PCIe fits' (the GPUs share the host's
     root there; NVLink and unknown servers' fits say nothing about that),
@@ -335,22 +342,22 @@ def hardware_prior(
             description=f"unknown hardware: {unknown.name}'s links, pooled model cards",
         )
     eff = efficiencies(fits, hardware)
-    measured_families = {
-        level: {
-            (INTRA[h.intra] if level == "intra" else NETWORK[h.network]).family
-            for c, h in hardware.items()
-            if c in fits and (h.intra if level == "intra" else h.network) is not None
-        }
-        for level in ("intra", "network")
-    }
     out = pooled
     notes = []
     if hw.intra is not None:
         ds = INTRA[hw.intra]
         e = eff.of("intra", ds.family)
-        latency = pooled.gpu_link.latency if ds.family in measured_families["intra"] else ds.latency
-        sharing = _family_sharing(ds.family, fits, hardware, pooled.gpu_link_sharing)
-        sharing = sharing if ds.family == "pcie" else ds.sharing
+        # Latency and sharing from the fits of the same family: a fitted
+        # latency carries that family's framework and driver costs, and only
+        # PCIe servers' GPUs share a root (NVLink: a link per GPU).
+        latency = _family_median("intra", ds.family, fits, hardware, lambda f: f.gpu_link.latency)
+        sharing = _family_median("intra", ds.family, fits, hardware, lambda f: f.gpu_link_sharing)
+        if latency is None:
+            latency = ds.latency
+        if ds.family != "pcie":
+            sharing = ds.sharing
+        elif sharing is None:
+            sharing = pooled.gpu_link_sharing
         bandwidth = hw.intra_bandwidth or ds.bandwidth
         out = replace(out, gpu_link=Link(bandwidth * e, latency), gpu_link_sharing=sharing)
         share = f" / {ds.bandwidth / bandwidth:.0f} GPUs" if bandwidth < ds.bandwidth else ""
@@ -358,7 +365,9 @@ def hardware_prior(
     if hw.network is not None:
         ds = NETWORK[hw.network]
         e = eff.of("network", ds.family)
-        latency = pooled.nic.latency if ds.family in measured_families["network"] else ds.latency
+        latency = _family_median("network", ds.family, fits, hardware, lambda f: f.nic.latency)
+        if latency is None:
+            latency = ds.latency
         nic = Link(ds.bandwidth * hw.ports * e, latency)
         out = replace(out, nic=nic, uplink=nic)
         notes.append(f"{hw.ports} x {ds.name} x {e:.2f}")

@@ -265,7 +265,8 @@ def _reference_lines(
         lines.append(
             "Within one server, each job's rows of 4+ GPUs against its 2-GPU row instead of "
             "its 1-GPU row (measured and predicted alike; k = 0): " + ", ".join(cells) + ". "
-            "Where this is small, a within-server miss sits in the step from 1 to 2 GPUs (the "
+            "Where this is small, a cluster's error within one server sits in the step from "
+            "1 to 2 GPUs (the "
             "1-GPU reference, or a fixed cost of running distributed at all, which no "
             "link-based form has: Pollux's NCF, whose steps are short, measures 1.2-1.8x at "
             "2 GPUs); where it is not, in the growth beyond 2 GPUs."
@@ -276,6 +277,28 @@ def _reference_lines(
             "instead, within one server at k = 0: " + ", ".join(alt) + "."
         )
     return lines
+
+
+def _nic_line(
+    df: pd.DataFrame, cluster: str, fits: dict[str, FitResult], descriptions: dict[str, str]
+) -> str:
+    """The k = 0 prior's network beside the cluster's own fit's, and whether
+    k rows can move it."""
+    hardware = {c: describe(descriptions.get(c, "")) for c in set(df["cluster"]) | set(fits)}
+    part = df[df["cluster"] == cluster]
+    others = {o: f for o, f in fits.items() if o != cluster}
+    prior = prior_for(hardware[cluster], others, hardware, cluster, list(part["model"].unique()))
+    own = fits[cluster].fabric
+    server, _ = refine_rows(part, 3, 0)
+    moves = (
+        "; the k rows are single-server rows, which leave the NIC as it is" if len(server) else ""
+    )
+    return (
+        f"the prior's NIC {prior.nic.bandwidth / 1e9:.2g} GB/s, "
+        f"{prior.nic.latency * 1e3:.2g} ms latency, overlap {prior.overlap:.2f}; "
+        f"the cluster's own fit {own.nic.bandwidth / 1e9:.2g} GB/s, "
+        f"{own.nic.latency * 1e3:.2g} ms latency, overlap {own.overlap:.2f}{moves}"
+    )
 
 
 def _by(part: pd.DataFrame, pred: np.ndarray, column: str, label: str) -> str:
@@ -327,8 +350,10 @@ def unseen_markdown(
         "servers); a dual-GPU "
         "board (K80: two GPUs behind one PCIe 3.0 x16 slot, `hardware.GPUS_PER_SLOT`) "
         "gives each GPU half the slot, in its prior and in the efficiency its fit "
-        "yields; a PCIe server's sharing exponent is the median of the PCIe fits' "
-        "(NVLink: none); a level not stated keeps the other clusters' pooled link "
+        "yields; a stated link's latency is the median of its family's fits' (a fitted "
+        "latency carries that family's framework costs; datasheet where no fit has the "
+        "family) and a PCIe server's sharing exponent the PCIe fits' median (NVLink: "
+        "none); a level not stated keeps the other clusters' pooled link "
         "(bandwidths: median in log; latencies: plain median, since fits that need no "
         "latency sit at the solver's 1 ns bound and a log median would be set by it); "
         "a description that "
@@ -426,6 +451,8 @@ def unseen_markdown(
                     )
             else:
                 reason.append("k=0 by servers: " + _by(part, p0, "s", "s="))
+                if fits and r["cluster"] in fits:
+                    reason.append(_nic_line(df, r["cluster"], fits, descriptions))
             reason.append("by model: " + _by(part, p0, "model", ""))
         head.append(
             f"* {r['cluster']} {r['level']}: k=0 {_pct(r['k=0'])}, k=3 {_pct(r['k=3'])}. "
