@@ -1323,6 +1323,13 @@ def test_unseen_hardware_is_never_worse_than_predict_one_across_servers(measured
     assert len(across) == measured["cluster"].nunique()
     assert (across["k=0"] <= across["predict 1"]).all(), across
     assert (across["k=3"] <= across["predict 1"]).all(), across
+    # The report names each miss's rows and the diagnostics that place it.
+    from ddl_gym.fidelity.unseen import unseen_markdown
+
+    text = unseen_markdown(t, measured, fits, dict(STATED_HARDWARE))
+    assert "against its 2-GPU row instead of its 1-GPU row" in text
+    assert "described as PCIe 3 servers instead" in text  # V100's NVLink is inferred
+    assert "gavel_v100 within" in text and "by model:" in text
 
 
 def test_refine_keeps_a_prior_that_explains_the_rows():
@@ -1367,3 +1374,90 @@ def test_report_output_goes_to_out_the_user_dir_or_docs_never_the_package(data_h
     assert output_dir(args) == REPO / "docs" and args.no_save  # --docs saves no presets
     with pytest.raises(ValueError, match="not both"):
         output_dir(ns(docs=True, out=Path("/tmp/x")))
+
+
+def test_transfer_prior_pools_latencies_by_plain_median():
+    """A fit that needs no latency sits at the 1 ns bound; the pooled latency
+    must not depend on that bound (a log median would: sqrt(1 ns x 600 us))."""
+    from ddl_gym.fidelity.calibrate import _LAT_BOUNDS, transfer_prior
+
+    shared = replace(_truth("shared"), comm_scale=())
+    lat = {"a": _LAT_BOUNDS[0], "b": _LAT_BOUNDS[0], "c": 600 * US, "d": 900 * US}
+    fits = {
+        c: _fit_of(replace(shared, gpu_link=Link(8 * GB, v)), 1.0 + i)
+        for i, (c, v) in enumerate(lat.items())
+    }
+    prior = transfer_prior(fits)
+    assert prior.gpu_link.latency == pytest.approx(300 * US, rel=1e-4)  # (1 ns + 600 us) / 2
+    assert prior.nic.bandwidth == pytest.approx(math.sqrt(2 * 3) * GB)  # still log
+
+
+def test_dual_gpu_board_splits_its_slot():
+    """A K80 board is two GPUs behind one PCIe 3.0 x16 slot: each gets half
+    the datasheet bandwidth, in the prior and in the efficiency its fit gives."""
+    from ddl_gym.fidelity.hardware import INTRA, describe, efficiencies, hardware_prior
+
+    k80, p100 = describe("NVIDIA K80 servers"), describe("NVIDIA P100 servers")
+    assert k80.intra == p100.intra == "pcie3"
+    assert k80.intra_bandwidth == pytest.approx(INTRA["pcie3"].bandwidth / 2)
+    assert p100.intra_bandwidth == pytest.approx(INTRA["pcie3"].bandwidth)
+    assert describe("DGX-1: 8x V100 NVLink").intra_bandwidth == INTRA["nvlink2"].bandwidth
+    fit = replace(FABRICS["pcie_25gbe"], algorithm="shared", gpu_link=Link(3.15 * GB, 5 * US))
+    eff = efficiencies({"p100": fit}, {"p100": p100})
+    assert eff.of("intra", "pcie") == pytest.approx(0.2)
+    prior = hardware_prior(k80, fit, {"p100": fit}, {"p100": p100})
+    assert prior.gpu_link.bandwidth == pytest.approx(INTRA["pcie3"].bandwidth / 2 * 0.2)
+    eff = efficiencies({"k80": fit}, {"k80": k80})
+    assert eff.of("intra", "pcie") == pytest.approx(0.4)
+
+
+def test_efficiencies_count_each_family_once_and_latency_sharing_come_per_family():
+    """Two PCIe tables and one NVLink table: the efficiency pooled over every
+    link is the median of the two families' figures, not of three tables; a
+    PCIe prior takes its sharing exponent from the PCIe fits only."""
+    from ddl_gym.fidelity.hardware import describe, efficiencies, hardware_prior
+
+    base = replace(FABRICS["pcie_25gbe"], algorithm="shared")
+    hw = {
+        "p1": describe("P100 servers"),
+        "p2": describe("T4 servers"),
+        "nv": describe("DGX-1 V100 NVLink 2"),
+    }
+    fits = {
+        "p1": replace(base, gpu_link=Link(0.5 * 15.75 * GB, 100 * US), gpu_link_sharing=0.5),
+        "p2": replace(base, gpu_link=Link(0.5 * 15.75 * GB, 300 * US), gpu_link_sharing=0.2),
+        "nv": replace(base, gpu_link=Link(0.02 * 150 * GB, 1e-9), gpu_link_sharing=0.0),
+    }
+    eff = efficiencies(fits, hw)
+    assert eff.of("intra", "pcie") == pytest.approx(0.5)
+    assert eff.any_level == pytest.approx(0.1)  # sqrt(0.5 x 0.02); per table it was 0.5
+    assert eff.of("network", "ethernet") == pytest.approx(0.1)  # no network measured
+    pooled = replace(base, gpu_link_sharing=0.0)  # what a median over all three gives
+    prior = hardware_prior(describe("RTX 2080Ti, PCIe 3"), pooled, fits, hw)
+    assert prior.gpu_link_sharing == pytest.approx(0.35)  # the PCIe fits' median
+    assert prior.gpu_link.latency == pytest.approx(200 * US)  # ... and their latency's
+    nv = hardware_prior(describe("DGX-1 V100 NVLink 2"), pooled, fits, hw)
+    assert nv.gpu_link.latency == pytest.approx(1e-9) and nv.gpu_link_sharing == 0.0
+    a100 = hardware_prior(describe("8x A100 NVLink 3"), pooled, {"p1": fits["p1"]}, hw)
+    assert a100.gpu_link.latency == pytest.approx(2 * US)  # no NVLink fit: the datasheet
+
+
+def test_two_gpu_reference_error_takes_the_one_gpu_row_out():
+    """A prediction off only by a factor on every multi-GPU row (the 1-GPU
+    reference's doing) scores 0 against the 2-GPU row; one off in its growth
+    beyond 2 GPUs does not."""
+    from ddl_gym.fidelity.unseen import two_gpu_reference_error
+
+    part = pd.DataFrame(
+        {
+            "job": ["a"] * 4 + ["b"] * 2,
+            "n": [1, 2, 4, 8, 1, 2],
+            "s": [1, 1, 1, 1, 1, 2],
+            "ratio": [1.0, 0.6, 0.9, 1.2, 1.0, 1.5],
+        }
+    )
+    scaled = np.array([1.0, 1.2, 1.8, 2.4, 1.0, 1.0])  # 2x on a's multi-GPU rows
+    assert two_gpu_reference_error(part, scaled) == (pytest.approx(0.0), 2)
+    flat = np.array([1.0, 1.2, 1.2, 1.2, 1.0, 1.0])  # no growth beyond 2 GPUs
+    err, rows = two_gpu_reference_error(part, flat)
+    assert rows == 2 and err == pytest.approx((1 / 3 + 1 / 2) / 2)  # measured 1.5x, 2x of 2 GPUs

@@ -656,8 +656,9 @@ def transfer_prior(
     """A fabric for hardware none of ``fits`` measured, built from them.
 
     Physical and per-model terms are pooled separately, so each carries on
-    its own: link bandwidths and latencies are the median over the clusters
-    in log space (a typical server and network of the measured generations),
+    its own: link bandwidths are the median over the clusters in log space
+    (a typical server and network of the measured generations), latencies
+    the plain median (robust to fits at the solver's lower bound),
     overlap and the sharing exponents the median, and a model's
     gradient-byte multiplier its "model card": what the framework makes of
     its bytes, the geometric mean over the clusters that measured it of
@@ -675,8 +676,17 @@ def transfer_prior(
     algorithms = {f.algorithm for f in fabrics}
     if len(algorithms) != 1:
         raise ValueError(f"fits use different algorithms {sorted(algorithms)}; pool one form")
+    # Bandwidths: median in log (a typical generation). Latencies: plain
+    # median, because fits that need no latency sit at the solver's lower
+    # bound (1 ns), and a log median between such a fit and a measured
+    # latency (Gavel P100: 579 us) lands at a value set by the bound.
     values = {
-        p: math.exp(np.median([math.log(get_param(f, p)) for f in fabrics])) for p in _LINK_PARAMS
+        p: (
+            float(np.median([get_param(f, p) for f in fabrics]))
+            if p.endswith("latency")
+            else math.exp(np.median([math.log(get_param(f, p)) for f in fabrics]))
+        )
+        for p in _LINK_PARAMS
     }
     values.update({p: float(np.median([get_param(f, p) for f in fabrics])) for p in _UNIT})
     logs: dict[str, list[float]] = {}

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -114,6 +115,11 @@ GPU_DEFAULT_INTRA: dict[str, str] = {
     "h100": "nvlink4",
     "h200": "nvlink4",
 }
+# GPUs that share one intra-server link (one PCIe x16 slot): a dual-GPU
+# board puts its two GPUs behind an on-board PCIe switch (NVIDIA Tesla K80
+# board specification: two GK210 GPUs, one PCIe 3.0 x16 interface), so each
+# GPU gets half the slot's datasheet bandwidth. Other GPUs: one per slot.
+GPUS_PER_SLOT: dict[str, int] = {"k80": 2}
 # NVSwitch generation by GPU (NVSwitch 1 in DGX-2 V100, 2 in A100, 3 in H100).
 _NVSWITCH_GEN = {"v100": "nvlink2", "a100": "nvlink3", "h100": "nvlink4", "h200": "nvlink4"}
 
@@ -152,6 +158,17 @@ class Hardware:
     @property
     def known(self) -> bool:
         return self.intra is not None or self.network is not None
+
+    @property
+    def intra_bandwidth(self) -> float | None:
+        """Datasheet bytes/s per direction per GPU of the intra-server link:
+        the class's, split over the GPUs of a dual-GPU board on PCIe
+        (:data:`GPUS_PER_SLOT`)."""
+        if self.intra is None:
+            return None
+        ds = INTRA[self.intra]
+        share = GPUS_PER_SLOT.get(self.gpu or "", 1) if ds.family == "pcie" else 1
+        return ds.bandwidth / share
 
 
 def describe(text: str) -> Hardware:
@@ -235,7 +252,8 @@ class Efficiencies:
 
 def efficiencies(fits: dict[str, Fabric], hardware: dict[str, Hardware]) -> Efficiencies:
     """Median (in log) of fitted / datasheet bandwidth over the fitted
-    clusters whose class at that level is known, per family and pooled."""
+    clusters whose class at that level is known, per family; pooled over the
+    families' figures (each family once), per level and over every level."""
     by: dict[tuple[str, str], list[float]] = {}
     for cluster, fabric in fits.items():
         hw = hardware.get(cluster)
@@ -243,22 +261,44 @@ def efficiencies(fits: dict[str, Fabric], hardware: dict[str, Hardware]) -> Effi
             continue
         if hw.intra is not None:
             ds = INTRA[hw.intra]
-            by.setdefault(("intra", ds.family), []).append(fabric.gpu_link.bandwidth / ds.bandwidth)
+            eff = fabric.gpu_link.bandwidth / (hw.intra_bandwidth or ds.bandwidth)
+            by.setdefault(("intra", ds.family), []).append(eff)
         if hw.network is not None:
             ds = NETWORK[hw.network]
             eff = fabric.nic.bandwidth / (ds.bandwidth * hw.ports)
             by.setdefault(("network", ds.family), []).append(eff)
 
+    # Each family counts once in a pooled figure, however many tables
+    # measured it: the pool is evidence on how far training falls short of a
+    # datasheet *whatever the link*, not on the family most tables happen to use.
+    family = {key: _log_median(v) for key, v in by.items()}
+
     def level(name: str) -> tuple[dict[str, float], float | None]:
-        fam = {f: _log_median(v) for (lv, f), v in by.items() if lv == name}
-        pooled = [x for (lv, _), v in by.items() if lv == name for x in v]
-        return {f: e for f, e in fam.items() if e is not None}, _log_median(pooled)
+        fam = {f: e for (lv, f), e in family.items() if lv == name and e is not None}
+        return fam, _log_median(list(fam.values()))
 
     intra, intra_all = level("intra")
     network, network_all = level("network")
-    return Efficiencies(
-        intra, network, intra_all, network_all, _log_median([x for v in by.values() for x in v])
-    )
+    every = [e for e in family.values() if e is not None]
+    return Efficiencies(intra, network, intra_all, network_all, _log_median(every))
+
+
+def _family_median(
+    level: str,
+    family: str,
+    fits: dict[str, Fabric],
+    hardware: dict[str, Hardware],
+    value: Callable[[Fabric], float],
+) -> float | None:
+    """Median of ``value`` over the fits whose link at ``level`` (``intra``
+    or ``network``) is of ``family``; None where no fit's is."""
+    values = []
+    for c, f in fits.items():
+        h = hardware.get(c)
+        name = None if h is None else (h.intra if level == "intra" else h.network)
+        if name is not None and (INTRA if level == "intra" else NETWORK)[name].family == family:
+            values.append(value(f))
+    return float(np.median(values)) if values else None
 
 
 def hardware_prior(
@@ -278,10 +318,15 @@ def hardware_prior(
     (:meth:`Efficiencies.of`: where no fit measured the family, the
     fraction of a datasheet link the measured links achieved at that level,
     else at any level: data-parallel training reaches a similar fraction of
-    a link's datasheet speed whatever the link), and its
-    datasheet latency where the family is not one the fits measured (their
-    fitted latencies absorb framework costs of those families only). A level
-    it does not state keeps ``pooled``'s link. A description that states
+    a link's datasheet speed whatever the link), and the median latency of
+    the fits of its family, or its datasheet latency where no fit measured
+    the family (fitted latencies absorb framework costs of their own
+    family only). A level
+    it does not state keeps ``pooled``'s link. A PCIe server's sharing
+    exponent is the median of the PCIe fits' (the GPUs share the host's
+    root there; NVLink and unknown servers' fits say nothing about that),
+    NVLink's none; a dual-GPU board's GPUs split their slot
+    (:attr:`Hardware.intra_bandwidth`). A description that states
     nothing gets ``unknown``'s links (default: ``pooled``'s).
     """
     if not hw.known:
@@ -297,27 +342,32 @@ def hardware_prior(
             description=f"unknown hardware: {unknown.name}'s links, pooled model cards",
         )
     eff = efficiencies(fits, hardware)
-    measured_families = {
-        level: {
-            (INTRA[h.intra] if level == "intra" else NETWORK[h.network]).family
-            for c, h in hardware.items()
-            if c in fits and (h.intra if level == "intra" else h.network) is not None
-        }
-        for level in ("intra", "network")
-    }
     out = pooled
     notes = []
     if hw.intra is not None:
         ds = INTRA[hw.intra]
         e = eff.of("intra", ds.family)
-        latency = pooled.gpu_link.latency if ds.family in measured_families["intra"] else ds.latency
-        sharing = pooled.gpu_link_sharing if ds.family == "pcie" else ds.sharing
-        out = replace(out, gpu_link=Link(ds.bandwidth * e, latency), gpu_link_sharing=sharing)
-        notes.append(f"{ds.name} x {e:.2f}")
+        # Latency and sharing from the fits of the same family: a fitted
+        # latency carries that family's framework and driver costs, and only
+        # PCIe servers' GPUs share a root (NVLink: a link per GPU).
+        latency = _family_median("intra", ds.family, fits, hardware, lambda f: f.gpu_link.latency)
+        sharing = _family_median("intra", ds.family, fits, hardware, lambda f: f.gpu_link_sharing)
+        if latency is None:
+            latency = ds.latency
+        if ds.family != "pcie":
+            sharing = ds.sharing
+        elif sharing is None:
+            sharing = pooled.gpu_link_sharing
+        bandwidth = hw.intra_bandwidth or ds.bandwidth
+        out = replace(out, gpu_link=Link(bandwidth * e, latency), gpu_link_sharing=sharing)
+        share = f" / {ds.bandwidth / bandwidth:.0f} GPUs" if bandwidth < ds.bandwidth else ""
+        notes.append(f"{ds.name}{share} x {e:.2f}")
     if hw.network is not None:
         ds = NETWORK[hw.network]
         e = eff.of("network", ds.family)
-        latency = pooled.nic.latency if ds.family in measured_families["network"] else ds.latency
+        latency = _family_median("network", ds.family, fits, hardware, lambda f: f.nic.latency)
+        if latency is None:
+            latency = ds.latency
         nic = Link(ds.bandwidth * hw.ports * e, latency)
         out = replace(out, nic=nic, uplink=nic)
         notes.append(f"{hw.ports} x {ds.name} x {e:.2f}")
