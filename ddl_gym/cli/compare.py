@@ -362,7 +362,9 @@ def choose_grid(args: argparse.Namespace, scenario: Scenario, run: dict) -> Grid
 
     workloads = split_list(args.workloads) or run.get("workloads")
     if workloads is None and args.data is not None:
-        workloads = [w.name for w in wgrid.DATA_WORKLOADS]
+        from ddl_gym.workloads import DATA_WORKLOADS
+
+        workloads = [w.name for w in DATA_WORKLOADS]
     data_dir = max_jobs = None
     if workloads is not None:
         bad = [w for w in workloads if w not in wgrid.WORKLOADS]

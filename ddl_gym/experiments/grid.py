@@ -17,7 +17,7 @@ GPU checkpoint) except Gandiva (0, as in the paper); the Dally variants with
 preemption add 20 s leases.
 
 Workloads: ``default`` is the bundled synthetic workload
-(``ddl_gym.traces.default_trace(seed)``) on ``seed64``; ``DATA_WORKLOADS``
+(``ddl_gym.traces.default_trace(seed)``) on ``seed64``; ``ddl_gym.workloads.DATA_WORKLOADS``
 are the seed's two 411-job week traces and the four 500-job load-sweep traces
 on ``seed64``, and the Philly week and the eight Pollux workloads on
 ``seed512`` (8 racks x 8 servers x 8 GPUs with the seed authors' fabric, so
@@ -316,7 +316,7 @@ def improvement(cells: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def improvement_cell(imp_row: Mapping[str, Any], metric: str) -> str:
+def improvement_cell(imp_row: Mapping[str, Any] | pd.Series, metric: str) -> str:
     """One cell of the ratio row: ``1.5× (1.2–1.8)``, ``0.83×`` (one seed a
     side) or ``n/a`` (the base's mean is 0)."""
     value = float(imp_row.get(metric, float("nan")))
@@ -325,7 +325,7 @@ def improvement_cell(imp_row: Mapping[str, Any], metric: str) -> str:
     return fmt_ratio(Estimate(value, low, high, 0))
 
 
-def mean_cell(row: Mapping[str, Any], metric: str, scale: float) -> str:
+def mean_cell(row: Mapping[str, Any] | pd.Series, metric: str, scale: float) -> str:
     """``mean ± half width`` of a ``summarise`` row, or the mean for one seed."""
     half = float(row.get(metric + CI_SUFFIX, float("nan")))
     mean = float(row[metric])

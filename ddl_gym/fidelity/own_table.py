@@ -34,7 +34,7 @@ from ddl_gym.fidelity.calibrate import (
 )
 from ddl_gym.fidelity.hardware import describe, nearest_preset
 from ddl_gym.fidelity.measured import read_table
-from ddl_gym.topology import FABRICS, SAVED_FABRICS_DIR, Fabric
+from ddl_gym.topology import FABRICS, SAVED_FABRICS_DIR, Algorithm, Fabric
 
 DEFAULT_LOSS = "soft_l1"
 # A point this far below its reference (or below a smaller placement of the
@@ -220,7 +220,7 @@ def calibrate_table(
     base_name = choose_base(hw, base)
     fit = fit_fabric(df, base_name, name=name, loss=loss)
     folds = placement_folds(df, k=4, seed=seed)
-    form = {name: fit.fabric.algorithm}
+    form: dict[str, Algorithm] = {name: fit.fabric.algorithm}
     pred_cv = predict_placement_cv(df, folds, base_name, loss=loss, algorithms=form)
     errors = pd.concat(
         [

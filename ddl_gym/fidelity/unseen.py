@@ -163,12 +163,13 @@ def unseen_table(
     cols["predict 1"] = _medians(df, abs_rel_error(df, np.ones(len(df))))
     preset = np.full(len(df), np.nan)
     for c, idx in df.groupby("cluster").indices.items():
-        preset[idx] = predict_ratio(df.iloc[idx], preset_for(describe(descriptions.get(c, ""))))
+        desc = descriptions.get(str(c), "")
+        preset[idx] = predict_ratio(df.iloc[idx], preset_for(describe(desc)))
     cols["nearest datasheet preset"] = _medians(df, abs_rel_error(df, preset))
     own = np.full(len(df), np.nan)
     for c, idx in df.groupby("cluster").indices.items():
-        if c in fits:
-            own[idx] = predict_ratio(df.iloc[idx], fits[c].fabric)
+        if str(c) in fits:
+            own[idx] = predict_ratio(df.iloc[idx], fits[str(c)].fabric)
     cols["own fit, in-sample"] = _medians(df, abs_rel_error(df, own))
     for k in k_values:
         seeds = draw_seeds(seed, draws) if k > 0 else [seed]

@@ -390,6 +390,7 @@ def register_model(
         if not grads or any(b <= 0 for b in grads):
             raise ValueError(f"model {name!r}: grad_bytes must be positive byte counts")
     else:
+        assert params is not None  # exactly one of params and grad_bytes (checked above)
         if int(params) <= 0 or int(n_tensors) <= 0 or int(n_tensors) > int(params):
             raise ValueError(
                 f"model {name!r}: params and n_tensors must be positive (n_tensors <= params)"

@@ -129,7 +129,7 @@ def plot_jct_cdf(jobs: pd.DataFrame, path: Path) -> Path:
     per policy, aggregated over seeds (mean of the per-seed CDFs, min-max band)."""
     facets = [k for k in ("workload", "congestion") if k in _varying(jobs)]
     panels = list(dict.fromkeys(map(tuple, jobs[facets].to_numpy()))) if facets else [()]
-    styles = policy_styles(jobs["policy"].astype(str)) if "policy" in jobs else {}
+    styles = policy_styles(jobs["policy"].astype(str).tolist()) if "policy" in jobs else {}
     seeds = int(jobs["seed"].nunique()) if "seed" in jobs else 1
     cols = min(3, len(panels))
     rows = math.ceil(len(panels) / cols)
