@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -1040,7 +1041,7 @@ def markdown(
         "# Fidelity of the network model (issues 6, 16 and 34)",
         "",
         "Written by `scripts/calibrate.py` (do not edit by hand). Data: "
-        f"`{data_dir}`; base fabric `{base}`, loss `{loss}`, placement-fold seed "
+        f"`{os.path.relpath(data_dir)}`; base fabric `{base}`, loss `{loss}`, placement-fold seed "
         f"{seed}, calibration-row seeds {seeds[0]}-{seeds[-1]} ({draws} draws); "
         f"{cpu_s:.0f} s CPU.",
         "",
