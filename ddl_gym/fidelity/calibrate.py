@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -764,6 +764,19 @@ def _refit_one(prior: Fabric, rows: pd.DataFrame, param: str) -> Fabric:
     return fit.fabric
 
 
+def leave_one_cluster_out(
+    df: pd.DataFrame, fits: dict[str, FitResult]
+) -> Iterator[tuple[str, np.ndarray, pd.DataFrame, dict[str, FitResult]]]:
+    """Each cluster of ``df`` (in name order) with its row positions, its rows
+    and the *other* clusters' fits; a cluster with no other fit is skipped."""
+    clusters = df["cluster"].to_numpy()
+    for c in sorted(set(clusters)):
+        others = {o: f for o, f in fits.items() if o != c}
+        if others:
+            idx = np.flatnonzero(clusters == c)
+            yield c, idx, df.iloc[idx], others
+
+
 def predict_leave_one_cluster_out(
     df: pd.DataFrame,
     fits: dict[str, FitResult],
@@ -788,13 +801,7 @@ def predict_leave_one_cluster_out(
         unknown_hardware = FABRICS[unknown_hardware]
     pred = np.full(len(df), np.nan)
     used = np.zeros(len(df), dtype=bool)
-    clusters = df["cluster"].to_numpy()
-    for c in sorted(set(clusters)):
-        others = {o: f for o, f in fits.items() if o != c}
-        if not others:
-            continue
-        idx = np.flatnonzero(clusters == c)
-        part = df.iloc[idx]
+    for c, idx, part, others in leave_one_cluster_out(df, fits):
         calib = calibration_rows(part, k, seed)
         prior = transfer_prior(others, target=c, models=part["model"].unique())
         if unknown_hardware is not None and c not in STATED_HARDWARE:

@@ -27,6 +27,7 @@ from ddl_gym.fidelity.calibrate import (
     calibrate_network,
     calibrate_server,
     draw_seeds,
+    leave_one_cluster_out,
     predict_ratio,
     transfer_prior,
 )
@@ -124,13 +125,7 @@ def predict_unseen(
     fits and its own description (plus k of its rows, NaN there)."""
     hardware = {c: describe(descriptions.get(c, "")) for c in set(df["cluster"]) | set(fits)}
     pred = np.full(len(df), np.nan)
-    clusters = df["cluster"].to_numpy()
-    for c in sorted(set(clusters)):
-        others = {o: f for o, f in fits.items() if o != c}
-        if not others:
-            continue
-        idx = np.flatnonzero(clusters == c)
-        part = df.iloc[idx]
+    for c, idx, part, others in leave_one_cluster_out(df, fits):
         prior = prior_for(hardware[c], others, hardware, c, list(part["model"].unique()))
         server, pair = refine_rows(part, k, seed)
         pred[idx] = predict_ratio(part, refine(prior, part.iloc[server], part.iloc[pair]))
