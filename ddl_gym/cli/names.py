@@ -2,12 +2,14 @@
 levels, scenarios, traces, clusters, fabrics. Written out here so that
 building the parser (``ddl-gym --help``) imports no registry (each imports
 numpy and pandas); ``tests/test_cli_help.py`` checks that they equal the
-registries (``ddl_gym.baselines.POLICY_NAMES``,
-``ddl_gym.experiments.grid.WORKLOADS``, ``ddl_gym.topology``'s
+registries (``ddl_gym.baselines.POLICY_NAMES``, ``ddl_gym.topology``'s
 ``CONGESTION``, ``CLUSTERS``, ``FABRICS``, ``ddl_gym.scenarios``'
-``SCENARIOS``, ``BUILTIN_TRACES``)."""
+``SCENARIOS``, ``BUILTIN_TRACES``). The workloads are read from the light
+``ddl_gym.workloads`` itself."""
 
 from __future__ import annotations
+
+from ddl_gym.workloads import WORKLOADS as WORKLOAD_REGISTRY
 
 POLICIES = (
     "fifo",
@@ -22,37 +24,13 @@ POLICIES = (
     "dally",
     "random",
 )
-# the ones every heuristic comparison ranks (ddl_gym.baselines.HEURISTICS)
-HEURISTICS = (
-    "fifo",
-    "consolidation",
-    "tiresias",
-    "gandiva",
-    "dally-delay",
-    "dally-1-2",
-    "dally-6-12",
-    "dally",
-)
 # the ones that read true job sizes (ddl_gym.baselines.ORACLES)
 ORACLES = ("sjf", "srtf")
-WORKLOADS = (
-    "default",
-    "seed-week",
-    "seed-3proc-week",
-    "sweep-25",
-    "sweep-50",
-    "sweep-75",
-    "sweep-100",
-    "philly-week",
-    "pollux-1",
-    "pollux-2",
-    "pollux-3",
-    "pollux-4",
-    "pollux-5",
-    "pollux-6",
-    "pollux-7",
-    "pollux-8",
-)
+# the ones every heuristic comparison ranks (ddl_gym.baselines.HEURISTICS):
+# every policy but random and the oracles, in registry order
+HEURISTICS = tuple(p for p in POLICIES if p not in (*ORACLES, "random"))
+# ddl_gym.workloads is light (no registry, no numpy): read, not copied
+WORKLOADS = tuple(WORKLOAD_REGISTRY)
 CONGESTIONS = ("none", "moderate", "heavy", "diurnal")
 SCENARIOS = (
     "default",
