@@ -1,0 +1,100 @@
+"""PPO fine-tuning on the benchmark's train split (ddl_gym.agents.suite_ppo)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sb3_contrib")
+
+from ddl_gym.agents.suite_ppo import (  # noqa: E402
+    SuiteCaseEnv,
+    SuitePPOConfig,
+    case_time_scales,
+    run_suite_ppo,
+)
+
+from ddl_gym.benchmarks.suite import get_suite  # noqa: E402
+from ddl_gym.topology import Cluster  # noqa: E402
+
+
+def test_episodes_come_from_the_train_split_only_with_the_cases_time_unit():
+    suite = get_suite()
+    train = {c.name for c in suite.select("train")}
+    held_out = {c.name for c in suite.select("validation") + suite.select("test")}
+    scales = case_time_scales(SuitePPOConfig().teachers_file)
+    assert set(scales) == train  # the records cover the train split, nothing else
+    env = SuiteCaseEnv(SuitePPOConfig(max_episode_steps=5))
+    env.reset(seed=0)
+    seen = set()
+    for i in range(40):
+        env.reset(seed=i)
+        seen.add(env.case_name)
+        inner = env._env
+        assert inner.time_scale_s == scales[env.case_name]
+        assert inner.window_s in (24 * 3600.0, 72 * 3600.0)
+    assert seen <= train and not seen & held_out
+    assert len(seen) >= 6  # draws spread over the cases
+
+
+def test_the_time_unit_is_the_best_heuristics_mean_jct(tmp_path):
+    path = tmp_path / "t.json"
+    rows = [{"case": "a", "teacher": "x", "mean_jct_s": {"x": 50.0, "y": 20.0, "z": 90.0}}]
+    path.write_text(json.dumps(rows))
+    assert case_time_scales(path) == {"a": 20.0}
+
+
+def test_episodes_are_cut_at_max_episode_steps():
+    env = SuiteCaseEnv(SuitePPOConfig(cases=["philly-train@xrack512"], max_episode_steps=7))
+    env.reset(seed=0)
+    for i in range(7):
+        mask = env.action_masks()
+        _, _, term, trunc, _ = env.step(int(np.flatnonzero(mask)[-1]))
+        assert not term
+        assert trunc == (i == 6)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sppo")
+    scores = iter([1.0, 0.7, 0.9])  # a stand-in validation: iteration 1 is the best
+
+    def scorer(path, suite, heuristics_dir):
+        iqm = next(scores)
+        return {"iqm": iqm, "mean": iqm, "per_case": {"c": iqm}}
+
+    cfg = SuitePPOConfig(
+        cases=["pollux-3@seed64", "synthetic-train@v100x128"],
+        total_timesteps=256,
+        eval_freq=128,
+        n_envs=1,
+        max_episode_steps=100,
+    )
+    cfg.ppo.n_steps = 64
+    cfg.ppo.batch_size = 32
+    cfg.ppo.n_epochs = 1
+    return run_suite_ppo(cfg, out, progress=False, scorer=scorer)
+
+
+def test_the_run_keeps_its_best_validation_iteration(tiny_run):
+    out = tiny_run.parent
+    curve = json.loads((out / "curve.json").read_text())
+    assert [row["iteration"] for row in curve] == [0, 1, 2]
+    assert curve[0]["timesteps"] == 0  # iteration 0: the starting model itself
+    assert curve[1]["timesteps"] >= 128
+    assert json.loads((out / "stats.json").read_text())["best_iteration"] == 1
+    assert tiny_run.read_bytes() == (out / "iter1.zip").read_bytes()
+
+
+def test_the_fine_tuned_checkpoint_acts_on_three_cluster_shapes(tiny_run):
+    from ddl_gym.agents import load_policy
+
+    from ddl_gym.engine import simulate
+
+    agent = load_policy(tiny_run)
+    trace = get_suite().case("quick-synthetic@pcie16").workload.build(0)
+    for cluster in ("2x2x4", Cluster(2, 4, 8, "seed"), "nvswitch512"):
+        result = simulate(trace, cluster, agent, congestion="heavy", **agent.engine_kwargs())
+        assert result.summary["completed"] == len(trace)
