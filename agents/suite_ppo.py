@@ -70,6 +70,14 @@ class SuitePPOConfig:
     cases: list[str] = field(default_factory=list)  # train cases (empty: all)
     windows_h: list[float] = field(default_factory=lambda: [24.0, 72.0])  # 0: whole case
     arrival_jitter: float = 0.25
+    # shape randomisation: with this probability an episode runs on another
+    # shape of the case's fabric (racks x servers per rack from ``shapes_rs``,
+    # the case's GPUs per server; only shapes the widest job fits), its arrival
+    # rate scaled by the GPU ratio so the load per GPU stays the case's
+    shape_p: float = 0.0
+    shapes_rs: list[list[int]] = field(
+        default_factory=lambda: [[r, s] for r in (1, 2, 4, 8, 16, 32) for s in (2, 4)]
+    )
     max_episode_steps: int = 5000
     total_timesteps: int = 60_000
     eval_freq: int = 10_000  # steps between validation scores
@@ -114,7 +122,8 @@ class SuiteCaseEnv(gym.Env):
             raise ValueError(f"{cfg.teachers_file}: no heuristic records for {missing}")
         self._env: Any = None
         self._steps = 0
-        self.case_name = ""
+        self._widest: dict[tuple[str, int], int] = {}
+        self.case_name, self.case_seed, self.cluster = "", 0, None
         K, M = cfg.env.K, cfg.env.M
         probe = SetClusterEnv(trace="default", cluster="seed64", K=K, M=M, max_steps=1)
         self.observation_space = probe.observation_space
@@ -128,14 +137,18 @@ class SuiteCaseEnv(gym.Env):
         rate = 1.0
         if self.cfg.arrival_jitter > 0:
             rate = float(np.exp(rng.uniform(-1, 1) * np.log1p(self.cfg.arrival_jitter)))
+        cluster = case.cluster()
+        if self.cfg.shape_p > 0 and rng.random() < self.cfg.shape_p:
+            cluster, gpu_ratio = self._other_shape(case, cluster, seed)
+            rate *= gpu_ratio
         scale = case.workload.arrival_scale * rate
         workload = dataclasses.replace(case.workload, arrival_scale=scale)
         hours = float(self.cfg.windows_h[int(rng.integers(len(self.cfg.windows_h)))])
         e = self.cfg.env
-        self.case_name = case.name
+        self.case_name, self.case_seed, self.cluster = case.name, seed, cluster
         return SetClusterEnv(
             trace=[workload.build(seed)],
-            cluster=case.cluster(),
+            cluster=cluster,
             congestion=case.congestion,
             K=e.K,
             M=e.M,
@@ -148,6 +161,23 @@ class SuiteCaseEnv(gym.Env):
             window_s=hours * 3600.0 if hours > 0 else None,
             max_steps=None,
         )
+
+    def _other_shape(self, case: Any, cluster: Any, seed: int) -> tuple[Any, float]:
+        """A random other shape of ``cluster``'s fabric that fits the case's
+        widest job, and its GPU count over the case's."""
+        from ddl_gym.topology import Cluster
+
+        key = (case.name, seed)
+        if key not in self._widest:
+            self._widest[key] = case.workload.build(seed).max_gpus
+        widest = self._widest[key]
+        g = cluster.gpus_per_server
+        fits = [(r, s) for r, s in self.cfg.shapes_rs if r * s * g >= widest]
+        if not fits:
+            return cluster, 1.0
+        r, s = fits[int(self.np_random.integers(len(fits)))]
+        other = Cluster(int(r), int(s), g, cluster.fabric)
+        return other, other.num_gpus / cluster.num_gpus
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)

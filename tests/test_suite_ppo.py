@@ -98,3 +98,19 @@ def test_the_fine_tuned_checkpoint_acts_on_three_cluster_shapes(tiny_run):
     for cluster in ("2x2x4", Cluster(2, 4, 8, "seed"), "nvswitch512"):
         result = simulate(trace, cluster, agent, congestion="heavy", **agent.engine_kwargs())
         assert result.summary["completed"] == len(trace)
+
+
+def test_shape_randomisation_keeps_the_fabric_and_fits_the_widest_job():
+    cfg = SuitePPOConfig(shape_p=1.0, max_episode_steps=5)
+    env = SuiteCaseEnv(cfg)
+    cases = {c.name: c for c in get_suite().select("train")}
+    shapes = set()
+    for i in range(30):
+        env.reset(seed=i)
+        case = cases[env.case_name]
+        widest = case.workload.build(env.case_seed).max_gpus
+        assert env.cluster.fabric == case.cluster().fabric
+        assert env.cluster.gpus_per_server == case.cluster().gpus_per_server
+        assert env.cluster.num_gpus >= widest
+        shapes.add((env.cluster.racks, env.cluster.servers_per_rack))
+    assert len(shapes) >= 4
