@@ -114,3 +114,18 @@ def test_shape_randomisation_keeps_the_fabric_and_fits_the_widest_job():
         assert env.cluster.num_gpus >= widest
         shapes.add((env.cluster.racks, env.cluster.servers_per_rack))
     assert len(shapes) >= 4
+
+
+def test_decision_histogram_counts_every_placement_once_for_fifo():
+    from ddl_gym.agents.decisions import count_decisions, shares
+
+    counts = count_decisions({"fifo": "fifo"}, split="validation")
+    jobs = {c.name: len(c.workload.build(c.seeds[0])) for c in get_suite().select("validation")}
+    assert set(counts["case"]) == set(jobs)
+    for _, row in counts.iterrows():  # FIFO never preempts: each job is placed once
+        assert row["preemptions"] == 0
+        placed = row["alloc_machine"] + row["alloc_rack"] + row["alloc_network"]
+        assert placed == jobs[row["case"]]
+    table = shares(counts)
+    share_cols = ["delays", "alloc_machine", "alloc_rack", "alloc_network", "preemptions"]
+    assert abs(float(table[share_cols].sum(axis=1).iloc[0]) - 1.0) < 1e-9
