@@ -258,6 +258,64 @@ def test_a_lookahead_release_is_offered_at_once():
 
 
 @needs_table
+def test_a_lease_expiring_mid_batch_is_no_offer_point():
+    # 1 rack x 2 machines. a: 4 GPUs of a slot, one batch of 50 d s (> the 20 s
+    # lease). b: 12 GPUs (a rack), arrives with a; skip_waits="none" makes it
+    # wait its 1-lease rack timer. The seed has no event when a's lease expires
+    # at 20 s (GPU.assignGPU only stamps it; endIteration sees it at the batch
+    # end): b gets the rack at a's release offer, after a's 4 s checkpoint.
+    # An offer at the lease's expiry (True) would place b at 20 s.
+    d = SlowdownTable.load().slowdown("resnet50", 4, 1, 1, 1)
+    tr = _trace(
+        [
+            ("a", 0.0, 4, "resnet50", 8_000, 0.05),
+            ("b", 0.0, 12, "resnet18", 12_000, 0.001),
+        ]
+    )
+    assert SeedSwitches().offer_on_lease_expiry is False
+    for expiry, start in ((False, 50.0 * d + 4.0), (True, 20.0)):
+        pol = make_seed_policy("dally-1-2", skip_waits="none")
+        res = run_seed(tr, "1x2x8", pol, SeedSwitches(offer_on_lease_expiry=expiry))
+        assert res.jobs.set_index("job_id").loc["b", "start_s"] == pytest.approx(start), expiry
+
+
+@needs_table
+def test_offer_taken_release_is_off_by_default_and_runs():
+    # the seed's own ResourceAvailableEvent is not stored (docs/seed_reproduction.md):
+    # a switch, off. On: the offer after a's checkpoint runs though b (arriving
+    # in the checkpoint) took a's GPUs; nothing else waits, so nothing moves
+    assert SeedSwitches().offer_taken_release is False
+    d = SlowdownTable.load().slowdown("resnet50", 8, 1, 1, 2)
+    T = 40.0 * d  # a's first batch overruns its lease: an 8 s checkpoint follows
+    tr = _trace(
+        [
+            ("a", 0.0, 8, "resnet50", 16_000, 0.04),
+            ("b", T + 1.0, 8, "resnet18", 8_000, 0.001),
+        ]
+    )
+    for taken in (False, True):
+        res = run_seed(tr, "1x1x8", "tiresias", SeedSwitches(offer_taken_release=taken))
+        jobs = res.jobs.set_index("job_id")
+        assert jobs.loc["b", "start_s"] == pytest.approx(T + 1.0), taken
+        assert jobs["end_s"].notna().all()
+
+
+@needs_table
+def test_dally_breaks_the_last_tie_by_trace_order_or_job_id():
+    # two one-GPU jobs arrive together on one GPU: equal priority (0) and wait
+    # clock, so the last tie-break decides; ids "20" (first in the trace) and "10"
+    tr = _trace(
+        [("20", 0.0, 1, "resnet18", 1_000, 0.001), ("10", 0.0, 1, "resnet18", 1_000, 0.001)]
+    )
+    for tie, first in (("index", "20"), ("job_id", "10")):
+        res = run_seed(tr, "1x1x1", make_seed_policy("dally", tie_id=tie))
+        jobs = res.jobs.set_index("job_id")
+        assert jobs["start_s"].idxmin() == first, tie
+    with pytest.raises(ValueError, match="tie_id"):
+        make_seed_policy("dally", tie_id="random")
+
+
+@needs_table
 def test_java_priority_arithmetic_only_moves_the_last_bits():
     # priority_arith="java" redoes the seed's per-batch double sums; the
     # efficiency it gives is the exact one up to rounding (one GPU: 1)
@@ -265,7 +323,7 @@ def test_java_priority_arithmetic_only_moves_the_last_bits():
         [("a", 0.0, 1, "resnet50", 600_000, 0.00013), ("b", 0.0, 4, "vgg11", 400_000, 0.001)]
     )
     sims = {}
-    for arith in ("exact", "java"):
+    for arith in ("exact", "java", "java_one_gpu"):
         sim = SeedSim(tr, "1x1x8", make_seed_policy("dally"), SeedSwitches(priority_arith=arith))
         seen = []
         end = sim._end
@@ -278,11 +336,14 @@ def test_java_priority_arithmetic_only_moves_the_last_bits():
         sim._end = record
         sim.run()
         sims[arith] = seen
-    exact, java = sims["exact"], sims["java"]
-    assert [j for j, _ in exact] == [j for j, _ in java]
+    exact, java, one = sims["exact"], sims["java"], sims["java_one_gpu"]
+    assert [j for j, _ in exact] == [j for j, _ in java] == [j for j, _ in one]
     assert all(e == pytest.approx(1.0, abs=1e-12) for j, e in exact if j == 0)
     for (_, e1), (_, e2) in zip(exact, java, strict=True):
         assert e2 == pytest.approx(e1, rel=1e-9)
+    # java_one_gpu: the one-GPU job's bits are the seed's, the wider job's exact
+    for (j, e1), (_, e2), (_, e3) in zip(exact, java, one, strict=True):
+        assert e3 == (e2 if j == 0 else e1)
     with pytest.raises(ValueError, match="priority_arith"):
         SeedSwitches(priority_arith="float")
 
@@ -389,9 +450,11 @@ def test_seed_mode_reproduces_the_authors_auto_tuned_dally(request):
 @pytest.mark.parametrize("rate", ["100", "50", "25"])
 def test_seed_mode_reproduces_the_authors_500_job_mix(request, rate, policy):
     """Every row of reference/artist_sim_500jobs_4x2.csv within 10% (Dally
-    about 35 s of CPU per trace, Tiresias about 20 s): --golden-full only.
-    Dally's mean JCT is the open gap (-19%, -15%, +13%; issue 35 section of
-    docs/seed_reproduction.md): held to 20% so that it cannot drift further."""
+    about 30 s of CPU per trace, Tiresias about 20 s): --golden-full only.
+    Dally's mean JCT on this mix moves with the order of equal priorities,
+    which the seed decides by bits we do not have (722-832 h on 100 jobs a
+    day over random tie orders; issue 35 section of docs/seed_reproduction.md):
+    the defaults give -7.6%, -5.8% and -0.4%."""
     _full_only(request)
     from ddl_gym.seed.reproduction import (
         MIX_POLICIES,
@@ -404,9 +467,8 @@ def test_seed_mode_reproduces_the_authors_500_job_mix(request, rate, policy):
     name = {v: k for k, v in MIX_POLICIES.items()}[policy]
     ref = load_mix_reference()[(trace, name)]
     ours = run_seed_policy(mix_trace(trace), "4x2x8", policy)
-    jct_tolerance = 0.20 if policy == "dally" else 0.10
     assert ours.makespan_h == pytest.approx(ref.makespan_h, rel=0.10)
-    assert ours.mean_jct_h == pytest.approx(ref.mean_jct_h, rel=jct_tolerance)
+    assert ours.mean_jct_h == pytest.approx(ref.mean_jct_h, rel=0.10)
     assert ours.total_comm_h == pytest.approx(ref.total_comm_h, rel=0.10)
 
 

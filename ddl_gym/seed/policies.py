@@ -105,7 +105,12 @@ class SeedDally:
     ``domain_order``: ``java_hash`` walks slots and machines in the order of
     the seed's ``MultiKeyMap`` key sets (``consolidatedGPUAllocation``),
     ``cluster`` in cluster order. ``timer_clock``: waits count from the last
-    release (``getLastResourceAssignment``) or from arrival."""
+    release (``getLastResourceAssignment``) or from arrival. ``tie_id``: the
+    last tie-break, lower first: the job's place in the trace (``index``,
+    arrival order) or its trace id (``job_id``, the seed's ``getJobId`` in
+    ``InterJobScheduler.PerGPUBidComparator``; the seed's traces are not in id
+    order). With exact priorities it also orders equal efficiencies the seed
+    tells apart by their last bits (``SeedSwitches.priority_arith``)."""
 
     rack_timer: float = 1.0
     network_timer: float = 2.0
@@ -116,6 +121,7 @@ class SeedDally:
     skip_waits: str = "all"
     domain_order: str = "java_hash"
     timer_clock: str = "release"  # "arrival": timers count from arrival, not release
+    tie_id: str = "index"  # or "job_id"
     name: str = "dally"
     _hist: dict[tuple[int, int], _History] = field(default_factory=dict, repr=False)
 
@@ -126,6 +132,7 @@ class SeedDally:
             ("skip_waits", ("all", "network", "none")),
             ("domain_order", ("java_hash", "cluster")),
             ("timer_clock", ("release", "arrival")),
+            ("tie_id", ("index", "job_id")),
         )
         for name, allowed in checks:
             if getattr(self, name) not in allowed:
@@ -135,7 +142,8 @@ class SeedDally:
         self._hist = {}
 
     def key(self, sim: SeedSim, j: int) -> tuple:
-        return (sim.efficiency(j), 0, sim.last_assign[j], j)
+        tie = sim.java_ids[j] if self.tie_id == "job_id" else j
+        return (sim.efficiency(j), 0, sim.last_assign[j], tie)
 
     def _horizon(self, sim: SeedSim) -> float:
         return sim.now - self.history * sim.sw.lease_s

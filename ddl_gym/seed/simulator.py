@@ -22,10 +22,11 @@ every difference to our default model a named switch
   ``unlease_on_release``) if the lease had expired, at once if the look-ahead
   released them.
 * **offers** (``tick_s``, ``offer_scope``, ``tick``,
-  ``offer_on_lease_expiry``): on arrivals, GPUs becoming free, lease ends and
-  a ``tick_s`` tick once the event queue runs empty while jobs wait, all free
-  GPUs are offered to the waiting jobs in the policy's priority order, gang
-  (all or nothing).
+  ``offer_on_lease_expiry``): on arrivals, GPUs becoming free (a release's
+  own offer, after its checkpoint) and a ``tick_s`` tick once the event queue
+  runs empty while jobs wait, all free GPUs are offered to the waiting jobs in
+  the policy's priority order, gang (all or nothing). A lease that expires
+  while its batch runs is no offer point (the seed has no event for it).
 * **release** (``unlease_on_release``): as the seed's ``GPU.markLeaseEnd``,
   released GPUs are unleased at once; any offer during the checkpoint may take
   them, and their own offer comes after it.
@@ -91,6 +92,8 @@ class SeedSim:
         check_fits(trace, c.num_gpus)
         jobs = trace.jobs
         self.ids = [str(x) for x in jobs["job_id"]]
+        # the seed's getJobId (an int parsed from the trace), where the id is one
+        self.java_ids = [int(x) if x.lstrip("-").isdigit() else j for j, x in enumerate(self.ids)]
         self.arrival = jobs["arrival_s"].astype(float).tolist()
         self.n = jobs["gpus"].astype(int).tolist()
         self.model = [str(x) for x in jobs["model"]]
@@ -298,7 +301,7 @@ class SeedSim:
             # released by the look-ahead while the lease still runs (not expired)
             early = not finished and dt < sw.lease_s
             self.service[j] += k * n * batch
-            if sw.priority_arith == "java":
+            if sw.priority_arith != "exact":
                 self._java_batches(j, k, n, sd)
         else:
             rate = n / (tc * sd)
@@ -331,7 +334,10 @@ class SeedSim:
         """Dally's priority of job ``j``: its time-averaged placement
         efficiency, work done / (GPU time held / ideal run time), 0 before
         its first batch (``DallyIntraJobScheduler.endIteration``)."""
-        if self.sw.priority_arith == "java" and self.sw.batch_iterations > 0:
+        arith = self.sw.priority_arith
+        if self.sw.batch_iterations > 0 and (
+            arith == "java" or (arith == "java_one_gpu" and self.n[j] == 1)
+        ):
             g = self._jv_gpu[j]
             if g <= 0:
                 return 0.0
@@ -468,7 +474,8 @@ class SeedSim:
                     else:
                         self._set_gpus(payload, True)
                     released.extend(payload)
-                    self._offer_due = self._offer_due or bool(payload)
+                    taken = self.sw.offer_taken_release and self.sw.offer_scope == "all"
+                    self._offer_due = self._offer_due or bool(payload) or taken
                 elif kind == ARRIVAL:
                     insort(self.waiting, (self.policy.key(self, payload), payload))
                     self._offer_due = offer_all = True

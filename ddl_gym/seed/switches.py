@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from ddl_gym.seed.astra import SEED_GPUS_PER_SLOT
 from ddl_gym.topology import get_congestion
 
+PRIORITY_ARITH = ("exact", "java", "java_one_gpu")
+
 
 @dataclass(frozen=True)
 class SeedSwitches:
@@ -35,7 +37,21 @@ class SeedSwitches:
     # is an alias of it), so the GPUs are offered at once; a lease that has
     # expired at the batch end keeps the N x checkpoint_s_per_gpu delay)
     checkpoint_on_lookahead: bool = False
-    offer_on_lease_expiry: bool = True  # a lease's end is an offer point (docs/design.md 1.1)
+    # an offer at the instant a lease expires while its holder's batch still runs
+    # (True), or none (False, the seed: no event marks a lease's expiry there;
+    # GPU.assignGPU only stamps the lease, and IntraJobScheduler.endIteration
+    # sees it expired at the batch end, whose release is then offered by its
+    # ResourceAvailableEvent). True adds offers, like ticks, that hand out GPUs
+    # released into a checkpoint early: the 500-job mix's Dally JCT was 19% / 15%
+    # low on 100 / 50 jobs a day and 13% high on 25 (docs/seed_reproduction.md)
+    offer_on_lease_expiry: bool = False
+    # a release's own offer, after its checkpoint, when every GPU it released
+    # was taken meanwhile: none (False), or an offer of all free GPUs anyway
+    # (True, as the upstream simulator's ResourceAvailableEvent.handleEvent
+    # offering the whole cluster, kshiteejm/mltiply 7349e4c; its other stored
+    # version, 78c75ff, offers only its own list, i.e. nothing here). The
+    # seed's own event class is not stored: unsettled (docs/seed_reproduction.md)
+    offer_taken_release: bool = False
     # a tick (an offer of every free GPU tick_s later) only when the event queue
     # runs empty while jobs wait, as ClusterEventQueue.start ("idle"), or every
     # tick_s while a job waits ("waiting", docs/design.md 1.1). With "waiting"
@@ -55,8 +71,10 @@ class SeedSwitches:
     # order the jobs as the seed's sort does; "exact" (default): summed per
     # lease, ties exact (then broken by last assignment). Exact to the bit only
     # for one-GPU jobs: for wider ones the seed divides by its ASTRA-sim speed,
-    # of which the table keeps the rounded inverse. On the week it moves Dally
-    # by a quarter (docs/seed_reproduction.md), so it stays a switch
+    # of which the table keeps the rounded inverse. "java_one_gpu": "java" for
+    # one-GPU jobs (their bits are the seed's), "exact" for wider ones. Both
+    # move the mix's Dally JCT within the spread its tie order leaves open
+    # (docs/seed_reproduction.md), so they stay switches
     priority_arith: str = "exact"
 
     def __post_init__(self) -> None:
@@ -73,9 +91,9 @@ class SeedSwitches:
             raise ValueError("batch_iterations and checkpoint_s_per_gpu must be >= 0")
         if self.offer_scope not in ("released", "all"):
             raise ValueError(f"offer_scope must be 'released' or 'all', got {self.offer_scope!r}")
-        if self.priority_arith not in ("java", "exact"):
+        if self.priority_arith not in PRIORITY_ARITH:
             raise ValueError(
-                f"priority_arith must be 'java' or 'exact', got {self.priority_arith!r}"
+                f"priority_arith must be one of {PRIORITY_ARITH}, got {self.priority_arith!r}"
             )
         if self.tick not in ("idle", "waiting"):
             raise ValueError(f"tick must be 'idle' or 'waiting', got {self.tick!r}")
