@@ -197,8 +197,25 @@ class SuiteCaseEnv(gym.Env):
 
 
 def train_config(cfg: SuitePPOConfig) -> TrainConfig:
-    """The ``TrainConfig`` saved beside each model (what ``load_policy`` needs)."""
-    return TrainConfig(env=cfg.env, ppo=cfg.ppo, total_timesteps=cfg.total_timesteps, seed=cfg.seed)
+    """The ``TrainConfig`` saved beside each model: what ``load_policy``
+    needs, and in ``split`` the traces the model has seen (for the
+    evaluation-overlap warning): the starting model's, plus the files of
+    the suite's train cases (synthetic cases have no file)."""
+    from ddl_gym.agents.config import SplitConfig
+
+    from ddl_gym.benchmarks.suite import get_suite
+
+    split = SplitConfig(traces=[], val_traces=[], test_traces=[], train=(0.0, 1.0))
+    init_config = Path(cfg.init).with_suffix(".json")
+    if init_config.is_file():
+        split = TrainConfig.load(init_config).split
+    files = {c.workload.source for c in get_suite(cfg.suite).select("train")}
+    files.discard("synthetic")
+    traces = list(split.traces) + sorted(files - set(split.traces))
+    split = dataclasses.replace(split, traces=traces)
+    return TrainConfig(
+        env=cfg.env, split=split, ppo=cfg.ppo, total_timesteps=cfg.total_timesteps, seed=cfg.seed
+    )
 
 
 def _make_env(cfg: SuitePPOConfig):
