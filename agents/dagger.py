@@ -144,11 +144,22 @@ def rollout(
     return ep
 
 
-def case_env(case: Any, env_cfg: EnvConfig, seed: int, rate: float = 1.0) -> Any:
+def case_env(
+    case: Any,
+    env_cfg: EnvConfig,
+    seed: int,
+    rate: float = 1.0,
+    *,
+    cluster: Any = None,
+    window_s: float | None = None,
+    time_scale_s: float | None = None,
+) -> Any:
     """The set env of one benchmark case (its trace for ``seed``, its cluster
-    and congestion), arrival rate times ``rate``: the whole case, as the
-    benchmark runs it (``env_cfg.cluster``, ``window_s`` and ``max_steps``
-    are not used)."""
+    and congestion), arrival rate times ``rate``: by default the whole case,
+    as the benchmark runs it (``env_cfg.cluster``, ``window_s`` and
+    ``max_steps`` are not used). ``cluster`` replaces the case's cluster,
+    ``window_s`` makes each episode a window of that length and
+    ``time_scale_s`` replaces the reward's time unit (``agents.suite_ppo``)."""
     from ddl_gym.env.set_env import SetClusterEnv
 
     workload = case.workload
@@ -156,7 +167,7 @@ def case_env(case: Any, env_cfg: EnvConfig, seed: int, rate: float = 1.0) -> Any
         workload = dataclasses.replace(workload, arrival_scale=workload.arrival_scale * rate)
     return SetClusterEnv(
         trace=workload.build(seed),
-        cluster=case.cluster(),
+        cluster=case.cluster() if cluster is None else cluster,
         congestion=case.congestion,
         K=env_cfg.K,
         M=env_cfg.M,
@@ -165,7 +176,8 @@ def case_env(case: Any, env_cfg: EnvConfig, seed: int, rate: float = 1.0) -> Any
         lease_s=env_cfg.lease_s,
         restore_s_per_gpu=env_cfg.restore_s_per_gpu,
         reward=env_cfg.reward,
-        time_scale_s=env_cfg.time_scale_s,
+        time_scale_s=env_cfg.time_scale_s if time_scale_s is None else time_scale_s,
+        window_s=window_s,
         max_steps=None,  # rollouts stop at DaggerConfig.max_episode_steps
     )
 

@@ -14,21 +14,10 @@ are over all decisions of all cases, so busy cases weigh more.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 from ddl_gym.agents.heldout import HIST, CountingPolicy
-
-
-def _factory(spec: str) -> Callable[[], Any]:
-    if spec.endswith(".zip"):
-        from ddl_gym.agents.policy import load_policy
-
-        return lambda: load_policy(spec)
-    from ddl_gym.baselines import make_policy
-
-    return lambda: make_policy(spec)
 
 
 def count_decisions(
@@ -37,13 +26,16 @@ def count_decisions(
     split: str = "test",
     seeds: int = 1,
 ) -> pd.DataFrame:
-    """One row per (policy, case, seed): decision counts by kind."""
+    """One row per (policy, case, seed): decision counts by kind. ``policies``
+    maps a row name to anything ``benchmarks.resolve_policy`` takes (a
+    heuristic name, ``agent:PATH``, ...)."""
+    from ddl_gym.benchmarks.policies import resolve_policy
     from ddl_gym.benchmarks.suite import get_suite
     from ddl_gym.engine import simulate
 
     rows = []
     for name, spec in policies.items():
-        make = _factory(spec)
+        make = resolve_policy(spec).factory
         for case in get_suite(suite).select(split):
             for seed in case.seeds[:seeds]:
                 policy = CountingPolicy(make())
@@ -95,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     from ddl_gym.agents.threads import one_thread
 
     one_thread()
-    policies = {m.split("=", 1)[0]: m.split("=", 1)[1] for m in args.model}
+    policies = {m.split("=", 1)[0]: "agent:" + m.split("=", 1)[1] for m in args.model}
     policies |= {p: p for p in args.policies.split(",") if p}
     counts = count_decisions(policies, args.suite, args.split, args.seeds)
     print(markdown(shares(counts)))

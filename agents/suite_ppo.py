@@ -9,7 +9,7 @@ teachers. Here the agent learns from the suite's own objective instead:
   congestion), one of its seeds, an arrival-rate factor (log-uniform in
   ``[1/(1+j), 1+j]``) and a window length (``windows_h``; 0: the whole case);
 * the reward is minus the jobs in the system per unit time (the env's
-  ``"jct"`` reward), with the time unit of each case set to the best
+  ``"jct"`` reward, ``env.reward``'s default), with the time unit of each case set to the best
   heuristic's mean JCT there (the teachers' records, train split only), so a
   window's return is about minus its job count times its normalised mean
   JCT: every case weighs as it does in the benchmark's score;
@@ -40,7 +40,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from ddl_gym.agents.config import EnvConfig, PPOConfig, TrainConfig, _build
-from ddl_gym.agents.dagger import _agent_env, _cpu_s, finalize, validation_score
+from ddl_gym.agents.dagger import _agent_env, _cpu_s, case_env, finalize, validation_score
 
 MODELS = Path(__file__).resolve().parent / "models"
 
@@ -95,8 +95,9 @@ class SuitePPOConfig:
 def case_time_scales(teachers_file: str | Path) -> dict[str, float]:
     """Per train case, the best heuristic's mean JCT (s): the reward's time
     unit there. Read from the teachers' records (train split only)."""
-    rows = json.loads(Path(teachers_file).read_text())
-    return {row["case"]: min(row["mean_jct_s"].values()) for row in rows}
+    from ddl_gym.agents.teachers import load_teachers
+
+    return {name: min(c.mean_jct_s.values()) for name, c in load_teachers(teachers_file).items()}
 
 
 class SuiteCaseEnv(gym.Env):
@@ -130,8 +131,6 @@ class SuiteCaseEnv(gym.Env):
         self.action_space = probe.action_space
 
     def _draw(self) -> Any:
-        from ddl_gym.env.set_env import SetClusterEnv
-
         rng = self.np_random
         case, seed = self.runs[int(rng.integers(len(self.runs)))]
         rate = 1.0
@@ -141,25 +140,16 @@ class SuiteCaseEnv(gym.Env):
         if self.cfg.shape_p > 0 and rng.random() < self.cfg.shape_p:
             cluster, gpu_ratio = self._other_shape(case, cluster, seed)
             rate *= gpu_ratio
-        scale = case.workload.arrival_scale * rate
-        workload = dataclasses.replace(case.workload, arrival_scale=scale)
         hours = float(self.cfg.windows_h[int(rng.integers(len(self.cfg.windows_h)))])
-        e = self.cfg.env
         self.case_name, self.case_seed, self.cluster = case.name, seed, cluster
-        return SetClusterEnv(
-            trace=[workload.build(seed)],
+        return case_env(
+            case,
+            self.cfg.env,
+            seed,
+            rate,
             cluster=cluster,
-            congestion=case.congestion,
-            K=e.K,
-            M=e.M,
-            preempt_budget=e.preempt_budget,
-            tick_s=e.tick_s,
-            lease_s=e.lease_s,
-            restore_s_per_gpu=e.restore_s_per_gpu,
-            reward="jct",
-            time_scale_s=self.scales[case.name],
             window_s=hours * 3600.0 if hours > 0 else None,
-            max_steps=None,
+            time_scale_s=self.scales[case.name],
         )
 
     def _other_shape(self, case: Any, cluster: Any, seed: int) -> tuple[Any, float]:
