@@ -63,6 +63,10 @@ class EnvConfig:
     # (observation field slowdown_<level>, under the current background) is
     # above this factor, unless that leaves no action. None: no guard.
     max_slowdown: float | None = None
+    # Inference only (AgentPolicy; the env does not apply it): when a job
+    # completes and no job waits, move a running job spread wider than its
+    # size needs to a strictly tighter placement (``agents.shield``).
+    repack_idle: bool = False
 
 
 @dataclass

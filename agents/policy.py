@@ -18,6 +18,7 @@ import numpy as np
 import torch as th
 from ddl_gym.agents.config import TrainConfig
 from ddl_gym.agents.envs import agent_mask, flatten_obs, slowdown_guard
+from ddl_gym.agents.shield import RepackWhenIdle
 
 from ddl_gym.engine import WAIT, Action, EngineView, Place, Preempt
 from ddl_gym.env.observation import LEVELS, ObsBuilder, ObsConfig
@@ -87,6 +88,7 @@ class AgentPolicy:
         )
         self._builder: ObsBuilder | SetObsBuilder | None = None
         self._rng = np.random.default_rng(0)
+        self._repack = RepackWhenIdle() if getattr(env, "repack_idle", False) else None
 
     def engine_kwargs(self) -> dict[str, Any]:
         """Engine settings the agent was trained under (congestion is the scenario's)."""
@@ -100,6 +102,8 @@ class AgentPolicy:
     def reset(self, view: EngineView, seed: int | None = None) -> None:
         self._builder = self._new_builder(view)
         self._rng = np.random.default_rng(seed)
+        if self._repack is not None:
+            self._repack.reset()
 
     def _new_builder(self, view: EngineView) -> ObsBuilder | SetObsBuilder:
         # The observation needs the engine itself (ObsBuilder reads its
@@ -114,6 +118,10 @@ class AgentPolicy:
         if builder is None or builder.engine is not view._engine:  # noqa: SLF001
             builder = self._builder = self._new_builder(view)
         builder.update()
+        if self._repack is not None:
+            forced = self._repack.action(view)
+            if forced is not None:
+                return forced
         env = self.config.env
         mask = builder.mask if self._set else agent_mask(builder.mask, env.K, env.preempt)
         if not mask[1:].any():  # the env skips these instants: no choice

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddl_gym.engine import WAIT, Action, EngineView, Job, Place, Preempt, Status
-from ddl_gym.perf import Level, shape_of
+from ddl_gym.perf import Level
 
-from .common import BasePolicy, size_level
+from .common import BasePolicy, size_level, tighter_level
 
 
 @dataclass
@@ -117,57 +117,6 @@ class GandivaPolicy(BasePolicy):
                 self._track(view, job)
 
     # -- migration ---------------------------------------------------------
-    @staticmethod
-    def _may_tighten(view: EngineView, job: Job) -> bool:
-        """Whether releasing the job could give it a tighter placement (the
-        packer finds one exactly when this holds): one machine needs a server
-        with ``gpus`` free after the release, one rack (for a job now across
-        racks) a rack with ``gpus`` free. Checked before copying the packer
-        index, from the largest free counts and the job's own servers."""
-        gpus = job.gpus
-        cluster = view.cluster
-        S = cluster.servers_per_rack
-        if gpus <= cluster.gpus_per_server:
-            if view.largest_server_free() >= gpus:
-                return True
-            if any(view.free_on(server) + g >= gpus for server, g in job.placement):
-                return True
-        if job.level == Level.NETWORK and gpus <= cluster.gpus_per_rack:
-            rack_free = view.free_per_rack
-            if max(rack_free) >= gpus:
-                return True
-            released: dict[int, int] = {}
-            for server, g in job.placement:
-                released[server // S] = released.get(server // S, 0) + g
-            if any(rack_free[r] + g >= gpus for r, g in released.items()):
-                return True
-        return False
-
-    def tighter_level(self, view: EngineView, job: Job) -> Level | None:
-        """A level strictly tighter than the job's current one that it would
-        get if it released its GPUs now (None if there is none)."""
-        cluster = view.cluster
-        if job.level is None or job.level <= size_level(cluster, job.gpus):
-            return None
-        if not self._may_tighten(view, job):
-            return None
-        # the free GPUs if it released its own: a copy of the engine's packer
-        # index (same answers as ``placement_on`` on ``free_after``, far cheaper)
-        index = view.free_index()
-        free = index.free
-        S = cluster.servers_per_rack
-        for server, g in job.placement:
-            index.move(server, free[server], free[server] + g)
-            free[server] += g
-            index.rack_free[server // S] += g
-        for level in range(size_level(cluster, job.gpus), job.level):
-            placement = index.find(job.gpus, Level(level))
-            if placement is not None:
-                got = shape_of(placement, cluster.servers_per_rack).level
-                if got < job.level:
-                    return got
-        return None
-
     def _migration(self, view: EngineView) -> Action | None:
         for index, level in list(self._moving.items()):
             del self._moving[index]
@@ -183,7 +132,7 @@ class GandivaPolicy(BasePolicy):
             if job is None:
                 del self._spread[index]
                 continue
-            level = self.tighter_level(view, job)
+            level = tighter_level(view, job)
             if level is not None:
                 self._moving[job.index] = level
                 return Preempt(job.index)

@@ -1,0 +1,96 @@
+"""The repacking rule a trained policy may carry (agents.shield)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from ddl_gym.agents.shield import RepackWhenIdle
+from ddl_gym.engine import WAIT, Action, EngineView, Place, simulate
+from ddl_gym.perf import Level
+from ddl_gym.topology import Cluster
+
+from tests.helpers import make_trace
+
+LONG = 3e4  # iterations: outlives the scenario
+
+
+class SpreadThenShield:
+    """Places the first waiting job anywhere (so it may be spread across
+    racks); the shield, if given, acts first."""
+
+    def __init__(self, shield: RepackWhenIdle | None) -> None:
+        self.shield = shield
+        self.name = "spread"
+
+    def engine_kwargs(self) -> dict:
+        return {"restore_s_per_gpu": 1.0}
+
+    def reset(self, view: EngineView, seed: int | None = None) -> None:
+        if self.shield is not None:
+            self.shield.reset()
+
+    def act(self, view: EngineView) -> Action:
+        if self.shield is not None:
+            forced = self.shield.action(view)
+            if forced is not None:
+                return forced
+        for job in view.pending:
+            if view.can_place(job, Level.NETWORK):
+                return Place(job.index, Level.NETWORK)
+        return WAIT
+
+
+def _run(trace, shield):
+    cl = Cluster(2, 1, 4, "seed")  # two racks of one 4-GPU server
+    return simulate(trace, cl, SpreadThenShield(shield), congestion="heavy", record_series=False)
+
+
+def _rows(trace, shield):
+    return _run(trace, shield).jobs.set_index("job_id")
+
+
+FRAGMENTED = [
+    ("A", 0.0, 2, "resnet50", 100.0, 0.1),  # short, on server 0
+    ("B", 0.0, 3, "resnet50", LONG, 0.1),  # long, on server 1
+    ("C", 1.0, 3, "bert_large", 1e5, 0.1),  # 2 + 1 across racks
+]
+
+
+def test_a_spread_job_moves_to_one_machine_when_it_frees_and_nobody_waits():
+    r = _rows(make_trace(FRAGMENTED), RepackWhenIdle())
+    assert r.loc["C", "starts_network"] == 1 and r.loc["C", "starts_machine"] == 1
+    assert r.loc["C", "preemptions"] == 1 and r.loc["C", "level"] == "machine"
+    # moved at A's completion, with the checkpoint/restore cost of 3 GPUs
+    assert r.loc["C", "overhead_s"] == pytest.approx(3.0)
+    plain = _rows(make_trace(FRAGMENTED), None)
+    assert plain.loc["C", "preemptions"] == 0 and plain.loc["C", "level"] == "network"
+    assert r.loc["C", "end_s"] < plain.loc["C", "end_s"]
+
+
+def test_no_move_while_a_job_waits():
+    # D (4 GPUs) arrives before A completes and waits for a whole server: C
+    # is not moved into the GPUs A frees; it moves only once D has started
+    # (at B's completion) and nobody waits
+    trace = make_trace([*FRAGMENTED, ("D", 2.0, 4, "resnet50", 100.0, 0.1)])
+    result = _run(trace, RepackWhenIdle())
+    jobs = result.jobs.set_index("job_id")
+    c = result.placements[result.placements.job_id == "C"]
+    first_stop = c.end_s.min()
+    assert first_stop > jobs.loc["A", "end_s"]
+    assert first_stop == pytest.approx(jobs.loc["B", "end_s"])
+    assert first_stop >= jobs.loc["D", "start_s"]
+
+
+def test_the_agent_applies_the_rule_its_config_asks_for(tmp_path):
+    from ddl_gym.agents import load_policy
+    from ddl_gym.agents.policy import DEFAULT_MODEL
+
+    for name, on in (("off", False), ("on", True)):
+        shutil.copy(DEFAULT_MODEL, tmp_path / f"{name}.zip")
+        config = json.loads(DEFAULT_MODEL.with_suffix(".json").read_text())
+        config["env"]["repack_idle"] = on
+        (tmp_path / f"{name}.json").write_text(json.dumps(config))
+    assert load_policy(tmp_path / "off.zip")._repack is None
+    assert isinstance(load_policy(tmp_path / "on.zip")._repack, RepackWhenIdle)
