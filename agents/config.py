@@ -67,6 +67,9 @@ class EnvConfig:
     # completes and no job waits, move a running job spread wider than its
     # size needs to a strictly tighter placement (``agents.shield``).
     repack_idle: bool = False
+    # Inference only: the agent may not preempt a job that has run less than
+    # this long since it last started (a scheduling quantum). None: no limit.
+    min_run_s: float | None = None
 
 
 @dataclass

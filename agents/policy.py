@@ -18,7 +18,7 @@ import numpy as np
 import torch as th
 from ddl_gym.agents.config import TrainConfig
 from ddl_gym.agents.envs import agent_mask, flatten_obs, slowdown_guard
-from ddl_gym.agents.shield import RepackWhenIdle
+from ddl_gym.agents.shield import RepackWhenIdle, quantum_mask
 
 from ddl_gym.engine import WAIT, Action, EngineView, Place, Preempt
 from ddl_gym.env.observation import LEVELS, ObsBuilder, ObsConfig
@@ -130,6 +130,9 @@ class AgentPolicy:
         max_slowdown = getattr(env, "max_slowdown", None)
         if self._set and max_slowdown is not None:
             mask = slowdown_guard(mask, obs, env.K, env.M, max_slowdown)
+        min_run_s = getattr(env, "min_run_s", None)
+        if self._set and min_run_s is not None:
+            mask = quantum_mask(mask, builder.win_running, 1 + 3 * env.K, view.now, min_run_s)
         a = self.choose(obs, mask)
         if not mask[a]:  # cannot happen with masked logits; stay valid anyway
             a = 0 if mask[0] else int(np.flatnonzero(mask)[0])

@@ -68,6 +68,9 @@ class SuitePPOConfig:
     init: str = str(MODELS / "default.zip")  # the model to start from
     teachers_file: str = str(MODELS / "teachers_ddl-gym-v1.json")  # per-case heuristic JCTs
     cases: list[str] = field(default_factory=list)  # train cases (empty: all)
+    # relative sampling weight of a train case's episodes (a case not listed:
+    # 1; empty: every case alike), e.g. to train more where the model loses
+    case_weights: dict[str, float] = field(default_factory=dict)
     windows_h: list[float] = field(default_factory=lambda: [24.0, 72.0])  # 0: whole case
     arrival_jitter: float = 0.25
     # shape randomisation: with this probability an episode runs on another
@@ -117,6 +120,15 @@ class SuiteCaseEnv(gym.Env):
         if not cases:
             raise ValueError(f"no train case of {cfg.suite!r} matches {cfg.cases}")
         self.runs = [(c, s) for c in cases for s in c.seeds]
+        unknown = sorted(set(cfg.case_weights) - {c.name for c in cases})
+        if unknown:
+            raise ValueError(f"case_weights: {unknown} are not train cases of {cfg.suite!r}")
+        if any(w < 0 for w in cfg.case_weights.values()):
+            raise ValueError(f"case_weights: negative weight in {cfg.case_weights}")
+        w = np.array([cfg.case_weights.get(c.name, 1.0) for c, _ in self.runs], dtype=float)
+        if w.sum() <= 0:
+            raise ValueError("case_weights: every case has weight 0")
+        self.run_p = w / w.sum()
         self.scales = case_time_scales(cfg.teachers_file)
         missing = [c.name for c in cases if c.name not in self.scales]
         if missing:
@@ -132,7 +144,10 @@ class SuiteCaseEnv(gym.Env):
 
     def _draw(self) -> Any:
         rng = self.np_random
-        case, seed = self.runs[int(rng.integers(len(self.runs)))]
+        if self.cfg.case_weights:
+            case, seed = self.runs[int(rng.choice(len(self.runs), p=self.run_p))]
+        else:  # (the draw of the runs made before case weights existed)
+            case, seed = self.runs[int(rng.integers(len(self.runs)))]
         rate = 1.0
         if self.cfg.arrival_jitter > 0:
             rate = float(np.exp(rng.uniform(-1, 1) * np.log1p(self.cfg.arrival_jitter)))

@@ -7,10 +7,10 @@ import shutil
 
 import pytest
 from ddl_gym.agents.shield import RepackWhenIdle
+
 from ddl_gym.engine import WAIT, Action, EngineView, Place, simulate
 from ddl_gym.perf import Level
 from ddl_gym.topology import Cluster
-
 from tests.helpers import make_trace
 
 LONG = 3e4  # iterations: outlives the scenario
@@ -94,3 +94,21 @@ def test_the_agent_applies_the_rule_its_config_asks_for(tmp_path):
         (tmp_path / f"{name}.json").write_text(json.dumps(config))
     assert load_policy(tmp_path / "off.zip")._repack is None
     assert isinstance(load_policy(tmp_path / "on.zip")._repack, RepackWhenIdle)
+
+
+def test_the_quantum_masks_only_the_preemptions_of_jobs_started_too_recently():
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    import numpy as np
+    from ddl_gym.agents.shield import quantum_mask
+
+    # K = 1 pending row (actions 1-3), 3 running rows (actions 4-6)
+    mask = np.array([True, True, False, True, True, True, False])
+    running = cast(Any, [SimpleNamespace(started_at=t) for t in (0.0, 60.0, 20.0)])
+    out = quantum_mask(mask, running, first=4, now=80.0, min_run_s=30.0)
+    # ran 80 s: may go; ran 20 s: kept; ran 60 s but masked already: stays masked
+    assert out.tolist() == [True, True, False, True, True, False, False]
+    assert mask.tolist() == [True, True, False, True, True, True, False]  # input untouched
+    same = quantum_mask(mask, running, first=4, now=1e6, min_run_s=30.0)
+    assert same.tolist() == mask.tolist()

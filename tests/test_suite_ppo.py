@@ -39,6 +39,23 @@ def test_episodes_come_from_the_train_split_only_with_the_cases_time_unit():
     assert len(seen) >= 6  # draws spread over the cases
 
 
+def test_case_weights_set_how_often_each_case_is_drawn():
+    cases = ["pollux-3@seed64", "pollux-2@pcie64"]
+    env = SuiteCaseEnv(SuitePPOConfig(cases=cases, case_weights={cases[0]: 3.0}))
+    # 3 seeds per case: each run of pollux-3 has weight 3, each of pollux-2 weight 1
+    names = [case.name for case, _ in env.runs]
+    p = {c: sum(q for n, q in zip(names, env.run_p, strict=True) if n == c) for c in cases}
+    assert p[cases[0]] == pytest.approx(0.75) and p[cases[1]] == pytest.approx(0.25)
+    only = SuiteCaseEnv(
+        SuitePPOConfig(cases=cases, case_weights={cases[1]: 0.0}, max_episode_steps=2)
+    )
+    for i in range(6):
+        only.reset(seed=i)
+        assert only.case_name == cases[0]
+    with pytest.raises(ValueError, match="not train cases"):
+        SuiteCaseEnv(SuitePPOConfig(case_weights={"pollux-5@pcie128": 2.0}))  # validation
+
+
 def test_the_time_unit_is_the_best_heuristics_mean_jct(tmp_path):
     path = tmp_path / "t.json"
     rows = [{"case": "a", "teacher": "x", "mean_jct_s": {"x": 50.0, "y": 20.0, "z": 90.0}}]
