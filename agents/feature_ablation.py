@@ -26,7 +26,7 @@ from ddl_gym.baselines import HEURISTICS
 
 from ddl_gym.benchmarks import evaluate
 from ddl_gym.benchmarks.evaluate import slug
-from ddl_gym.benchmarks.leaderboard import run_policies
+from ddl_gym.benchmarks.leaderboard import markdown_table, run_policies
 from ddl_gym.benchmarks.stats import baseline_jct, iqm, normalised, score_matrix
 from ddl_gym.env.set_observation import SET_PENDING_FIELDS, SET_RUNNING_FIELDS, split_set_obs
 
@@ -133,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if unknown:
         ap.error(f"unknown feature groups {unknown}; known: {sorted(FEATURE_GROUPS)}")
     table = ablation(args.model, groups, args.suite, args.split)
-    print(table.round(3).to_markdown(index=False))
+    print(markdown_table(table.round(3)))
 
 
 if __name__ == "__main__":
