@@ -112,3 +112,27 @@ def test_the_quantum_masks_only_the_preemptions_of_jobs_started_too_recently():
     assert mask.tolist() == [True, True, False, True, True, True, False]  # input untouched
     same = quantum_mask(mask, running, first=4, now=1e6, min_run_s=30.0)
     assert same.tolist() == mask.tolist()
+
+
+def test_repacking_keeps_the_engine_invariants_on_a_whole_trace():
+    from ddl_gym.engine import Engine, run_policy
+    from ddl_gym.traces import default_trace
+    from tests.helpers import InvariantChecker
+
+    class Checked(SpreadThenShield):
+        def act(self, view: EngineView) -> Action:
+            checker.check(engine)
+            action = super().act(view)
+            assert action is WAIT or engine.check(action) is None, f"invalid {action}"
+            return action
+
+    trace = default_trace(seed=0)
+    engine = Engine(trace, Cluster(4, 2, 8, "seed"), congestion="heavy", restore_s_per_gpu=1.0)
+    checker = InvariantChecker()
+    policy = Checked(RepackWhenIdle())
+    policy.reset(EngineView(engine))
+    run_policy(engine, policy)
+    checker.finish(engine)
+    moved = [job for job in engine.jobs if job.preemptions > 0]
+    assert moved, "no job was repacked: the scenario does not exercise the rule"
+    assert len(engine.jobs) == len(trace)
