@@ -59,8 +59,8 @@ class ShuffledAgent(AgentPolicy):
         super().__init__(agent.model, agent.config, f"{agent.name}-shuffled-{slug(group)}")
         pending, running = FEATURE_GROUPS[group]
         self._cols = (
-            [SET_PENDING_FIELDS.index(f) for f in pending],
-            [SET_RUNNING_FIELDS.index(f) for f in running],
+            np.array([SET_PENDING_FIELDS.index(f) for f in pending], dtype=np.intp),
+            np.array([SET_RUNNING_FIELDS.index(f) for f in running], dtype=np.intp),
         )
         self._shuffle_rng = np.random.default_rng(0)
 
@@ -77,7 +77,7 @@ class ShuffledAgent(AgentPolicy):
         tables = split_set_obs(out, env.K, env.M)[:2]
         for table, cols in zip(tables, self._cols, strict=True):
             rows = np.flatnonzero(table[:, 0] > 0)  # field 0: "present"
-            if cols and len(rows) > 1:
+            if len(cols) and len(rows) > 1:
                 perm = rows[self._shuffle_rng.permutation(len(rows))]
                 table[np.ix_(rows, cols)] = table[np.ix_(perm, cols)]
         return out
