@@ -81,6 +81,12 @@ class DaggerConfig:
     hidden: int = 64
     validate: bool = True  # score every iteration on the validation split
     validation_dir: str = "runs/benchmark/ddl-gym-v1/validation"  # heuristics' records
+    # start from this saved set-policy model instead of a fresh network ("": fresh)
+    init: str = ""
+    # per train case, a teacher replacing the cached best heuristic: a heuristic
+    # name, or "self": the ``init`` network as it was (frozen, greedy), so the
+    # cases it already handles keep their behaviour while others are taught
+    teacher_override: dict[str, str] = field(default_factory=dict)
     env: EnvConfig = field(default_factory=_agent_env)
 
     @classmethod
@@ -200,6 +206,13 @@ def new_model(env_cfg: EnvConfig, hidden: int, seed: int) -> Any:
     return MaskablePPO(
         SetPolicy, DummyVecEnv([probe]), policy_kwargs=kwargs, seed=seed, device="cpu", verbose=0
     )
+
+
+def load_init(path: str | Path) -> Any:
+    """A saved set-policy MaskablePPO model to continue from."""
+    from ddl_gym.agents.policy import load_model
+
+    return load_model(path, "maskable_ppo", "set")
 
 
 def train_config(cfg: DaggerConfig) -> TrainConfig:
@@ -329,9 +342,25 @@ def run_dagger(cfg: DaggerConfig, out: str | Path, progress: bool = True) -> Pat
     runs = [(c, c.seeds[s]) for c, s in runs if s < len(c.seeds)]
     say("teachers: " + ", ".join(f"{c.name}={teachers[c.name].teacher}" for c in cases))
 
+    names = {c.name: teachers[c.name].teacher for c in cases} | cfg.teacher_override
+    unknown = sorted(set(cfg.teacher_override) - {c.name for c in cases})
+    if unknown:
+        raise ValueError(f"teacher_override: {unknown} are not train cases in use")
+    if "self" in names.values() and not cfg.init:
+        raise ValueError('teacher "self" needs init (the network to keep)')
+    if cfg.teacher_override:
+        say("teachers now: " + ", ".join(f"{c.name}={names[c.name]}" for c in cases))
+
+    def teacher_for(case: Any) -> Any:
+        if names[case.name] == "self":
+            from ddl_gym.agents.policy import load_policy
+
+            return load_policy(cfg.init)
+        return make_policy(names[case.name])
+
     rng = np.random.default_rng(cfg.seed)
     order = rng.permutation(len(runs))
-    model = new_model(cfg.env, cfg.hidden, cfg.seed)
+    model = load_init(cfg.init) if cfg.init else new_model(cfg.env, cfg.hidden, cfg.seed)
     tcfg = train_config(cfg)
     data_obs: list[np.ndarray] = []
     data_masks: list[np.ndarray] = []
@@ -350,7 +379,7 @@ def run_dagger(cfg: DaggerConfig, out: str | Path, progress: bool = True) -> Pat
             if cfg.arrival_jitter > 0:
                 rate = float(np.exp(rng.uniform(-1, 1) * np.log1p(cfg.arrival_jitter)))
             env = case_env(case, cfg.env, seed, rate)
-            teacher = make_policy(teachers[case.name].teacher)
+            teacher = teacher_for(case)
             ep = rollout(env, teacher, act, beta, rng, cfg.max_episode_steps, seed=seed)
             keep = np.arange(len(ep.labels))
             if len(keep) > cfg.samples_per_episode:

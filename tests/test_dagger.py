@@ -168,3 +168,32 @@ def test_dagger_policy_is_invariant_to_queue_order(tiny_run):
     place, place_s = a[1 : 1 + 3 * K].reshape(K, 3), b[1 : 1 + 3 * K].reshape(K, 3)
     np.testing.assert_allclose(place_s, place[perm], atol=1e-6)
     np.testing.assert_allclose(b[1 + 3 * K :], a[1 + 3 * K :], atol=1e-6)
+
+
+def test_the_self_teacher_labels_with_the_shipped_policys_own_decisions():
+    from ddl_gym.agents import load_policy
+
+    case = get_suite().case(QUICK)
+    ep = rollout(
+        case_env(case, SMALL_ENV, 0),
+        load_policy(),  # what teacher "self" is for init = the shipped model
+        _first_valid,
+        beta=1.0,
+        rng=np.random.default_rng(0),
+        max_steps=400,
+        seed=0,
+    )
+    assert len(ep.labels) > 50 and ep.labels == ep.taken
+
+
+@pytest.mark.parametrize(
+    ("override", "init", "error"),
+    [
+        ({"pollux-5@pcie128": "self"}, "agents/models/default.zip", "not train cases"),
+        ({"pollux-3@seed64": "self"}, "", "needs init"),
+    ],
+)
+def test_teacher_override_is_checked_before_any_rollout(tmp_path, override, init, error):
+    cfg = DaggerConfig(teacher_override=override, init=init, validate=False, iterations=1)
+    with pytest.raises(ValueError, match=error):
+        run_dagger(cfg, tmp_path, progress=False)
