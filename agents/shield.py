@@ -23,35 +23,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from ddl_gym.baselines.common import tighter_level
+from ddl_gym.baselines.common import TighterMoves, completed_now
 
-from ddl_gym.engine import Action, EngineView, Job, Place, Preempt
-from ddl_gym.perf import Level
+from ddl_gym.engine import Action, EngineView, Job
 
 
 @dataclass
 class RepackWhenIdle:
     """The repacking rule; ``action(view)`` is None when it does not apply."""
 
-    _moving: dict[int, Level] = field(default_factory=dict, repr=False)
+    _moves: TighterMoves = field(default_factory=TighterMoves, repr=False)
 
     def reset(self) -> None:
-        self._moving.clear()
+        self._moves.clear()
 
     def action(self, view: EngineView) -> Action | None:
-        # finish a move started at this instant: the job is back in the queue
-        for index, level in list(self._moving.items()):
-            del self._moving[index]
-            job = view.job(index)
-            if view.can_place(job, level):
-                return Place(index, level)
-        if view.pending or not any(kind == "completion" for kind, _ in view.events):
-            return None
+        action = self._moves.finish(view)
+        if action is not None or view.pending or not completed_now(view):
+            return action
         for job in view.running:
-            level = tighter_level(view, job)
-            if level is not None:
-                self._moving[job.index] = level
-                return Preempt(job.index)
+            action = self._moves.start(view, job)
+            if action is not None:
+                return action
         return None
 
 

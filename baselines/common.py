@@ -99,6 +99,41 @@ def tighter_level(view: EngineView, job: Job) -> Level | None:
     return None
 
 
+@dataclass
+class TighterMoves:
+    """Moving running jobs to tighter placements, one at a time: ``start``
+    preempts a job that would get a strictly tighter level if it released its
+    GPUs now (``tighter_level``); at the next call of the same instant
+    ``finish`` places it at that level. Gandiva's migration and the learned
+    agent's repacking (``agents.shield``) share it."""
+
+    moving: dict[int, Level] = field(default_factory=dict)
+
+    def clear(self) -> None:
+        self.moving.clear()
+
+    def finish(self, view: EngineView) -> Action | None:
+        """``Place`` for a move started at this instant (the job is queued)."""
+        for index, level in list(self.moving.items()):
+            del self.moving[index]
+            if view.can_place(view.job(index), level):
+                return Place(index, level)
+        return None
+
+    def start(self, view: EngineView, job: Job) -> Action | None:
+        """``Preempt`` ``job`` if it can get a tighter level now, else None."""
+        level = tighter_level(view, job)
+        if level is None:
+            return None
+        self.moving[job.index] = level
+        return Preempt(job.index)
+
+
+def completed_now(view: EngineView) -> bool:
+    """Whether a job completed at this instant."""
+    return any(kind == "completion" for kind, _ in view.events)
+
+
 def first_placeable(
     view: EngineView, jobs: Iterable[Job], level_of: Callable[[Job], Level | None]
 ) -> Action:

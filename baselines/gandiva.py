@@ -29,14 +29,14 @@ from typing import Any
 from ddl_gym.engine import WAIT, Action, EngineView, Job, Place, Preempt, Status
 from ddl_gym.perf import Level
 
-from .common import BasePolicy, size_level, tighter_level
+from .common import BasePolicy, TighterMoves, completed_now, size_level
 
 
 @dataclass
 class GandivaPolicy(BasePolicy):
     migrate: bool = True
     name: str = "gandiva"
-    _moving: dict[int, Level] = field(default_factory=dict, repr=False)
+    _moves: TighterMoves = field(default_factory=TighterMoves, repr=False)
     # Incremental view of the running jobs (thousands at scale, where
     # rescanning them at every completion and placement dominated):
     # ``_demands[server]``: GPU demand -> number of running jobs of that demand
@@ -55,7 +55,7 @@ class GandivaPolicy(BasePolicy):
         return {"restore_s_per_gpu": 0.0}
 
     def reset(self, view: EngineView, seed: int | None = None) -> None:
-        self._moving.clear()
+        self._moves.clear()
         self._demands = [{} for _ in range(view.cluster.num_servers)]
         self._tracked.clear()
         self._spread.clear()
@@ -118,12 +118,10 @@ class GandivaPolicy(BasePolicy):
 
     # -- migration ---------------------------------------------------------
     def _migration(self, view: EngineView) -> Action | None:
-        for index, level in list(self._moving.items()):
-            del self._moving[index]
-            job = view.job(index)
-            if view.can_place(job, level):
-                return Place(index, level)
-        if not self.migrate or not any(kind == "completion" for kind, _ in view.events):
+        action = self._moves.finish(view)
+        if action is not None:
+            return action
+        if not self.migrate or not completed_now(view):
             return None
         # only a job spread wider than its size needs can move; ``_spread``
         # holds exactly the running ones (in start order) plus stale entries
@@ -132,10 +130,9 @@ class GandivaPolicy(BasePolicy):
             if job is None:
                 del self._spread[index]
                 continue
-            level = tighter_level(view, job)
-            if level is not None:
-                self._moving[job.index] = level
-                return Preempt(job.index)
+            action = self._moves.start(view, job)
+            if action is not None:
+                return action
         return None
 
     # -- affinity placement --------------------------------------------------
