@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 from ddl_gym.agents.heldout import HIST, CountingPolicy
 
+from ddl_gym.benchmarks.leaderboard import markdown_table
+
 
 def count_decisions(
     policies: Mapping[str, str],
@@ -47,7 +49,6 @@ def count_decisions(
                     congestion=case.congestion,
                     record_series=False,
                     record_placements=False,
-                    **policy.engine_kwargs(),
                 )
                 s = result.summary
                 rows.append(
@@ -68,12 +69,7 @@ def shares(counts: pd.DataFrame) -> pd.DataFrame:
 
 
 def markdown(table: pd.DataFrame) -> str:
-    cols = ["policy", *HIST, "n"]
-    lines = ["| " + " | ".join(cols) + " |", "|---" * len(cols) + "|"]
-    for _, r in table.iterrows():
-        cells = [str(r["policy"])] + [f"{r[k]:.3f}" for k in HIST] + [f"{int(r['n'])}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return markdown_table(table[["policy", *HIST, "n"]], {k: "{:.3f}" for k in HIST})
 
 
 def main(argv: Sequence[str] | None = None) -> None:
