@@ -351,12 +351,17 @@ def run_dagger(cfg: DaggerConfig, out: str | Path, progress: bool = True) -> Pat
     if cfg.teacher_override:
         say("teachers now: " + ", ".join(f"{c.name}={names[c.name]}" for c in cases))
 
+    shipped: Any = None  # teacher "self", loaded once: rollout() resets it per episode
+
     def teacher_for(case: Any) -> Any:
-        if names[case.name] == "self":
+        nonlocal shipped
+        if names[case.name] != "self":
+            return make_policy(names[case.name])
+        if shipped is None:
             from ddl_gym.agents.policy import load_policy
 
-            return load_policy(cfg.init)
-        return make_policy(names[case.name])
+            shipped = load_policy(cfg.init)
+        return shipped
 
     rng = np.random.default_rng(cfg.seed)
     order = rng.permutation(len(runs))
