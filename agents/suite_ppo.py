@@ -41,6 +41,7 @@ import gymnasium as gym
 import numpy as np
 from ddl_gym.agents.config import EnvConfig, PPOConfig, TrainConfig, _build
 from ddl_gym.agents.dagger import _agent_env, _cpu_s, case_env, finalize, validation_score
+from ddl_gym.agents.guide import GuideCallback, TeacherLabels, frozen_logits
 
 MODELS = Path(__file__).resolve().parent / "models"
 
@@ -81,6 +82,16 @@ class SuitePPOConfig:
     shapes_rs: list[list[int]] = field(
         default_factory=lambda: [[r, s] for r in (1, 2, 4, 8, 16, 32) for s in (2, 4)]
     )
+    # guided PPO (agents.guide): a heuristic teacher per train case named
+    # here, whose labels on the visited states are imitated beside PPO's
+    # update; with guide_self, every other state is held to the starting
+    # policy (KL). Neither set: plain PPO.
+    guide_teachers: dict[str, str] = field(default_factory=dict)
+    guide_self: bool = False
+    guide_coef: float = 1.0
+    guide_epochs: int = 2
+    guide_batch_size: int = 256
+    guide_learning_rate: float = 5e-5
     max_episode_steps: int = 5000
     total_timesteps: int = 60_000
     eval_freq: int = 10_000  # steps between validation scores
@@ -129,6 +140,17 @@ class SuiteCaseEnv(gym.Env):
         if w.sum() <= 0:
             raise ValueError("case_weights: every case has weight 0")
         self.run_p = w / w.sum()
+        unknown = sorted(set(cfg.guide_teachers) - {c.name for c in cases})
+        if unknown:
+            raise ValueError(f"guide_teachers: {unknown} are not train cases of {cfg.suite!r}")
+        from ddl_gym.baselines import make_policy
+
+        for case_name, teacher in cfg.guide_teachers.items():
+            try:
+                make_policy(teacher)
+            except (KeyError, ValueError) as e:
+                raise ValueError(f"guide_teachers[{case_name!r}]: {e}") from e
+        self._labels = TeacherLabels(cfg.guide_teachers) if guided(cfg) else None
         self.scales = case_time_scales(cfg.teachers_file)
         missing = [c.name for c in cases if c.name not in self.scales]
         if missing:
@@ -188,17 +210,29 @@ class SuiteCaseEnv(gym.Env):
         super().reset(seed=seed)
         self._env = self._draw()
         self._steps = 0
-        return self._env.reset(seed=int(self.np_random.integers(2**31)))
+        env_seed = int(self.np_random.integers(2**31))
+        obs, info = self._env.reset(seed=env_seed)
+        if self._labels is not None:
+            self._labels.start(self.case_name, self._env, env_seed)
+            info = {**info, **self._labels.info(self._env, False)}
+        return obs, info
 
     def step(self, action):
         obs, reward, term, trunc, info = self._env.step(action)
         self._steps += 1
         if self._steps >= self.cfg.max_episode_steps:
             trunc = True
+        if self._labels is not None:
+            info = {**info, **self._labels.info(self._env, term or trunc)}
         return obs, reward, term, trunc, info
 
     def action_masks(self) -> np.ndarray:
         return self._env.action_masks()
+
+
+def guided(cfg: SuitePPOConfig) -> bool:
+    """Whether ``cfg`` trains with the imitation term (``agents.guide``)."""
+    return bool(cfg.guide_teachers) or cfg.guide_self
 
 
 def train_config(cfg: SuitePPOConfig) -> TrainConfig:
@@ -321,7 +355,21 @@ def run_suite_ppo(
             return True
 
     validate = Validate()
-    model.learn(total_timesteps=cfg.total_timesteps, callback=validate, reset_num_timesteps=True)
+    callbacks: list[Any] = [validate]
+    guide: Any = None
+    if guided(cfg):
+        guide = GuideCallback.make(
+            frozen_logits(cfg.init) if cfg.guide_self else None,
+            cfg.guide_coef,
+            cfg.guide_epochs,
+            cfg.guide_batch_size,
+            cfg.guide_learning_rate,
+            cfg.seed,
+        )
+        callbacks.append(guide)
+    model.learn(total_timesteps=cfg.total_timesteps, callback=callbacks, reset_num_timesteps=True)
+    if guide is not None:
+        (out / "guide.json").write_text(json.dumps(guide.history, indent=1) + "\n")
     if curve[-1]["timesteps"] < model.num_timesteps:
         score(model, len(curve), _cpu_s() - validate.cpu)
     chosen = finalize(out, cpu_s=_cpu_s() - cpu0, wall_s=time.perf_counter() - wall0)
