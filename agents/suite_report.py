@@ -39,7 +39,12 @@ def _factory(path: str | Path) -> Any:
 
 
 def model_records(
-    name: str, paths: Sequence[str | Path], suite: str, split: str, out_dir: Path
+    name: str,
+    paths: Sequence[str | Path],
+    suite: str,
+    split: str,
+    out_dir: Path,
+    seeds: Sequence[int] | None = None,
 ) -> pd.DataFrame:
     """Every training seed's runs, pooled: ``seed`` = 100 * model index + case seed."""
     frames = []
@@ -48,6 +53,7 @@ def model_records(
             _factory(path),
             suite=suite,
             split=split,
+            seeds=seeds,
             name=name,
             out_dir=out_dir / slug(name) / f"model{i}",
             resume=True,
@@ -64,19 +70,32 @@ def report(
     out_dir: str | Path = "runs/benchmark",
     also: Sequence[str] = ("agent", "gandiva", "tiresias"),
     reps: int = 2000,
+    seeds: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     """Scores of ``models`` (name -> model paths, one per training seed) and
     of the policies ``also`` on ``split``; the heuristics' records are read
-    from (or written to) ``out_dir/suite/split/<policy>`` as the leaderboard's."""
-    root = Path(out_dir) / suite / split
+    from (or written to) ``out_dir/suite/split/<policy>`` as the leaderboard's.
+    ``seeds``: every case on these seeds instead of its own (more runs per
+    validation case, say); the records then go to ``split_seeds_...``
+    folders, apart from the leaderboard's."""
+    folder = split if seeds is None else f"{split}_seeds_" + "_".join(str(s) for s in seeds)
+    root = Path(out_dir) / suite / folder
     heur = run_policies(
-        sorted(set(HEURISTICS) | ({*also} - {"agent"})), suite, split, root, True, False
+        sorted(set(HEURISTICS) | ({*also} - {"agent"})),
+        suite,
+        split,
+        root,
+        True,
+        False,
+        seeds=seeds,
     )
     frames = [heur]
     if "agent" in also:
-        frames.append(run_policies(["agent"], suite, split, root, True, False))
+        frames.append(run_policies(["agent"], suite, split, root, True, False, seeds=seeds))
     for name, paths in models.items():
-        frames.append(model_records(name, paths, suite, split, Path(out_dir) / "models" / split))
+        frames.append(
+            model_records(name, paths, suite, split, Path(out_dir) / "models" / folder, seeds)
+        )
     records = pd.concat(frames, ignore_index=True)
     records["clairvoyant"] = records["clairvoyant"].astype(bool)
     base = baseline_jct(heur)
@@ -109,6 +128,23 @@ def report(
     return out
 
 
+def parse_seeds(text: str) -> list[int]:
+    """``"0-2,5"`` -> ``[0, 1, 2, 5]``."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        try:
+            first, last = int(lo), int(hi or lo)
+        except ValueError:
+            raise ValueError(f"--seeds: {part!r} is not a seed or a range a-b") from None
+        if last < first:
+            raise ValueError(f"--seeds: empty range {part!r}")
+        seeds.extend(range(first, last + 1))
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"--seeds: a seed is repeated in {text!r}")
+    return seeds
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Trained models (several seeds) on a benchmark split.")
     ap.add_argument("--split", default="test")
@@ -122,13 +158,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="other policies to score beside (comma-separated)",
     )
     ap.add_argument("--out", type=Path, help="write the JSON here too")
+    ap.add_argument(
+        "--seeds", help="comma-separated seeds, a-b ranges allowed (default: each case's)"
+    )
     args = ap.parse_args(argv)
+    seeds = parse_seeds(args.seeds) if args.seeds else None
     models = {}
     for spec in args.model:
         name, _, paths = spec.partition("=")
         models[name] = [p for p in paths.split(",") if p]
     also = [p for p in args.also.split(",") if p]
-    result = report(models, args.suite, args.split, also=also)
+    result = report(models, args.suite, args.split, also=also, seeds=seeds)
     text = json.dumps(result, indent=1)
     if args.out:
         args.out.write_text(text + "\n")

@@ -146,3 +146,13 @@ def test_decision_histogram_counts_every_placement_once_for_fifo():
     table = shares(counts)
     share_cols = ["delays", "alloc_machine", "alloc_rack", "alloc_network", "preemptions"]
     assert abs(float(table[share_cols].sum(axis=1).iloc[0]) - 1.0) < 1e-9
+
+
+def test_suite_report_seed_ranges():
+    from ddl_gym.agents.suite_report import parse_seeds
+
+    assert parse_seeds("0-2,5") == [0, 1, 2, 5]
+    assert parse_seeds("7") == [7]
+    for bad in ("3-1", "a", "1,1"):
+        with pytest.raises(ValueError, match="--seeds"):
+            parse_seeds(bad)

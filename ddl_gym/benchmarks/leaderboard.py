@@ -34,14 +34,17 @@ def run_policies(
     resume: bool = True,
     progress: bool = True,
     quick: bool = False,
+    seeds: Sequence[int] | None = None,
 ) -> pd.DataFrame:
-    """Every policy's records (one row per policy, case and seed)."""
+    """Every policy's records (one row per policy, case and seed; ``seeds``:
+    these instead of each case's)."""
     frames = []
     for policy in policies:
         scores = evaluate(
             policy,
             suite=suite,
             split=split,
+            seeds=seeds,
             out_dir=out_dir / slug(policy),
             resume=resume,
             progress=progress,

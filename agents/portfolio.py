@@ -1,0 +1,250 @@
+"""A portfolio scheduler: the learned agent and heuristics, one at a time,
+chosen online by replaying the cluster's own recent jobs.
+
+No single policy is best on every job population: the shipped agent beats
+every heuristic on the seed's, Philly's and Alibaba's traces but loses to
+Tiresias on small clusters of short jobs (Pollux at 64 GPUs, Tiresias' own
+60-job trace) and to Gandiva on one Pollux trace (docs/agents.md). Which
+regime a cluster is in shows in its jobs, so the portfolio asks the
+workload itself:
+
+* every ``every_jobs`` arrivals (after the first ``warmup_jobs``; the agent
+  acts before that) it builds a *replay*: the last ``window_jobs`` jobs that
+  arrived plus every job still in the system, at their true arrival times,
+  on the same cluster, congestion and engine settings;
+* it runs each candidate on that replay from an empty cluster and switches
+  to the one with the lowest mean JCT there (ties keep the current one);
+* it stays non-clairvoyant: a job that has finished replays its known size;
+  one still in the system replays a size drawn from the finished jobs' sizes
+  larger than the work it has done so far (twice that work if none is), with
+  a random generator seeded by the policy's seed. Future arrivals are never
+  read.
+
+A candidate that takes over mid-run is ``reset`` on the current state (the
+heuristics rebuild their view of the running and waiting jobs from it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ddl_gym.engine import WAIT, Action, EngineView, Job, Status, Wait
+from ddl_gym.engine.engine import Engine
+from ddl_gym.engine.simulate import run_policy
+from ddl_gym.traces import Trace
+
+Factory = Callable[[], Any]
+
+
+@dataclass
+class Choice:
+    """One selection: when, over how many jobs, every candidate's replayed
+    mean JCT (s) and the one chosen."""
+
+    time: float
+    arrivals: int
+    jobs: int
+    mean_jct_s: dict[str, float]
+    chosen: str
+
+
+def done_iterations(view: EngineView, job: Job) -> float:
+    """Iterations ``job`` has completed by now (what anyone watching the
+    cluster knows; not its total)."""
+    if job.status == Status.RUNNING:
+        start = max(job.last_update, job.busy_until)
+        return job.progress + job.rate * max(0.0, view.now - start)
+    return job.progress
+
+
+@dataclass
+class ReplayPortfolio:
+    """Switch among ``candidates`` (name -> factory of a fresh policy) by
+    replaying recent jobs; ``first`` acts until the first selection."""
+
+    candidates: dict[str, Factory]
+    first: str
+    engine_settings: dict[str, Any]
+    warmup_jobs: int = 20
+    every_jobs: int = 20
+    # the next selection after max(every_jobs, (growth - 1) x arrivals so
+    # far) more arrivals: replays cost about the jobs they hold, so a
+    # geometric schedule keeps the total linear in the trace's length
+    growth: float = 1.25
+    window_jobs: int = 400
+    # switch only to a candidate whose replayed mean JCT is this much
+    # (relative) below the active one's: equal scores on a light replay
+    # are no reason to change policy
+    margin: float = 0.05
+    # score a replay by the jobs' time in the system up to the present only
+    # (no guess of how the unfinished jobs would end)
+    until_now: bool = True
+    name: str = "portfolio"
+    choices: list[Choice] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.first not in self.candidates:
+            raise ValueError(f"first={self.first!r} is not a candidate: {sorted(self.candidates)}")
+        for key in ("warmup_jobs", "every_jobs", "window_jobs"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"{key} must be >= 1, got {getattr(self, key)}")
+        if not self.growth >= 1.0:
+            raise ValueError(f"growth must be >= 1, got {self.growth}")
+        if not 0.0 <= self.margin < 1.0:
+            raise ValueError(f"margin must be in [0, 1), got {self.margin}")
+        self._live = {n: f() for n, f in self.candidates.items()}
+        self._active = self.first
+        self._arrived = 0
+        self._next_at = self.warmup_jobs
+        self._rng = np.random.default_rng(0)
+        self._instant = -1
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        """One engine for every candidate: the settings they are compared under."""
+        return dict(self.engine_settings)
+
+    def reset(self, view: EngineView, seed: int | None = None) -> None:
+        self._active = self.first
+        self._live[self.first].reset(view, seed=seed)
+        self._arrived = sum(1 for j in view.jobs if j.status != Status.FUTURE)
+        self._next_at = self.warmup_jobs
+        self._rng = np.random.default_rng(seed)
+        self._instant = view.instant
+        self.choices = []
+
+    @property
+    def active(self) -> str:
+        return self._active
+
+    def act(self, view: EngineView) -> Action:
+        if view.instant != self._instant:  # first call of this instant
+            self._instant = view.instant
+            self._arrived += sum(1 for kind, _ in view.events if kind == "arrival")
+            if self._arrived >= self._next_at:
+                self._next_at = max(
+                    self._arrived + self.every_jobs, math.ceil(self._arrived * self.growth)
+                )
+                self._select(view)
+        return self._live[self._active].act(view)
+
+    # -- selection -------------------------------------------------------------
+    def _select(self, view: EngineView) -> None:
+        trace = self.replay_trace(view)
+        engine = view._engine  # noqa: SLF001 (its scenario: cluster, congestion, perf model)
+        scores: dict[str, float] = {}
+        for name, factory in self.candidates.items():
+            scores[name] = replay_mean_jct(
+                trace,
+                engine,
+                factory(),
+                self.engine_settings,
+                until=view.now if self.until_now else None,
+            )
+        best = min(scores, key=lambda n: (scores[n], n != self._active))
+        if scores[best] >= scores[self._active] * (1.0 - self.margin):
+            best = self._active
+        self.choices.append(Choice(view.now, self._arrived, len(trace), scores, best))
+        if best != self._active:
+            self._active = best
+            self._live[best].reset(view, seed=int(self._rng.integers(2**31)))
+
+    def replay_trace(self, view: EngineView) -> Trace:
+        """The jobs to replay: the last ``window_jobs`` arrivals and every
+        job in the system, sizes known or drawn (see the module docstring)."""
+        arrived = [j for j in view.jobs if j.status != Status.FUTURE]
+        recent = sorted(arrived, key=lambda j: (j.arrival, j.index))[-self.window_jobs :]
+        chosen = {j.index: j for j in recent}
+        for j in arrived:
+            if j.status in (Status.PENDING, Status.RUNNING):
+                chosen[j.index] = j
+        finished = np.sort(
+            np.array([j.iterations * j.t_compute for j in arrived if j.status == Status.DONE])
+        )
+        rows = []
+        for j in sorted(chosen.values(), key=lambda j: (j.arrival, j.index)):
+            if j.status == Status.DONE:
+                iterations = j.iterations
+            else:
+                done_s = done_iterations(view, j) * j.t_compute
+                larger = finished[np.searchsorted(finished, done_s, side="right") :]
+                total_s = float(self._rng.choice(larger)) if len(larger) else 2.0 * done_s
+                iterations = max(total_s / j.t_compute, done_iterations(view, j), 1.0)
+            rows.append((j.job_id, j.arrival, j.gpus, j.model, math.ceil(iterations), j.t_compute))
+        jobs = pd.DataFrame(
+            rows, columns=["job_id", "arrival_s", "gpus", "model", "iterations", "iter_time_s"]
+        )
+        return Trace("replay", jobs)
+
+
+def replay_mean_jct(
+    trace: Trace,
+    real: Engine,
+    policy: Any,
+    settings: dict[str, Any],
+    until: float | None = None,
+) -> float:
+    """Mean JCT (s) of ``policy`` on ``trace`` under ``real``'s scenario
+    (cluster, congestion, performance model) and ``settings``; with
+    ``until``, the mean time in the system up to ``until`` (a job still
+    there counts ``until - arrival``)."""
+    engine = Engine(
+        trace,
+        real.cluster,
+        congestion=real.congestion,
+        perf_source=real.slowdown_source or "closed_form",
+        contention=real.contention,
+        record_series=False,
+        record_placements=False,
+        **settings,
+    )
+    view = EngineView(engine)
+    policy.reset(view, seed=0)
+    if until is None:
+        run_policy(engine, policy, pause_gc=False)
+        return float(np.mean([j.end - j.arrival for j in engine.jobs]))
+    while not engine.done:
+        action = policy.act(view)
+        if action is WAIT or isinstance(action, Wait):
+            t = engine.next_event_time()
+            if t is None or t > until:
+                break
+            engine.advance()
+        else:
+            engine.apply(action)
+    return float(
+        np.mean(
+            [
+                min(j.end, until) - j.arrival if j.end == j.end else until - j.arrival
+                for j in engine.jobs
+            ]
+        )
+    )
+
+
+# -- the shipped portfolio -------------------------------------------------------------
+def make(
+    heuristics: Sequence[str] = ("tiresias", "gandiva"),
+    model: str | None = None,
+    **kwargs: Any,
+) -> ReplayPortfolio:
+    """The shipped agent (or ``model``) and ``heuristics``, under the agent's
+    engine settings; ``kwargs`` set ``ReplayPortfolio``'s fields.
+    ``ddl-gym benchmark evaluate --policy ddl_gym.agents.portfolio:make``."""
+    from ddl_gym.agents.policy import DEFAULT_MODEL, AgentPolicy, load_policy
+    from ddl_gym.baselines import make_policy
+
+    agent = load_policy(model or DEFAULT_MODEL)
+
+    def fresh_agent() -> AgentPolicy:
+        return AgentPolicy(agent.model, agent.config, name=agent.name)
+
+    candidates: dict[str, Factory] = {"agent": fresh_agent}
+    for h in heuristics:
+        candidates[h] = lambda h=h: make_policy(h)
+    return ReplayPortfolio(candidates, "agent", agent.engine_kwargs(), **kwargs)

@@ -1,0 +1,148 @@
+"""The replay portfolio (ddl_gym.agents.portfolio): what it may know, what it
+replays, and that switching policies mid-run loses no job."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("sb3_contrib")
+
+from ddl_gym.agents.portfolio import ReplayPortfolio, make, replay_mean_jct  # noqa: E402
+from ddl_gym.baselines import make_policy  # noqa: E402
+
+from ddl_gym.benchmarks.suite import get_suite  # noqa: E402
+from ddl_gym.engine import simulate  # noqa: E402
+from ddl_gym.engine.engine import Engine  # noqa: E402
+from ddl_gym.traces import Trace  # noqa: E402
+
+CASE = "pollux-3@seed64"  # a train case where Tiresias beats the agent by 1.9x
+
+
+@pytest.fixture(scope="module")
+def case():
+    return get_suite().case(CASE)
+
+
+def _run(case, trace, portfolio):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return simulate(trace, case.cluster(), portfolio, congestion=case.congestion, seed=0)
+
+
+def test_switching_mid_run_completes_every_job_once(case):
+    trace = case.workload.build(0)
+    portfolio = make()
+    result = _run(case, trace, portfolio)
+    chosen = [c.chosen for c in portfolio.choices]
+    assert "tiresias" in chosen  # it did switch (the case's best heuristic)
+    assert result.summary["completed"] == len(trace)
+    assert result.jobs["end_s"].notna().all() and len(set(result.jobs["job_id"])) == len(trace)
+    # every choice was made on replays of jobs that had arrived by then
+    arrivals = trace.jobs["arrival_s"].to_numpy()
+    for c in portfolio.choices:
+        assert c.arrivals == int((arrivals <= c.time).sum())
+
+
+def test_choices_ignore_future_arrivals_and_unfinished_sizes(case):
+    trace = case.workload.build(0)
+    first = make()
+    _run(case, trace, first)
+    t0 = first.choices[0].time
+    jobs = trace.jobs.copy()
+    later = jobs["arrival_s"] > t0
+    # the future changes: later jobs 3x larger and every other one dropped
+    jobs.loc[later, "iterations"] *= 3
+    drop = jobs.index[later][::2]
+    changed = Trace("changed", jobs.drop(index=drop).reset_index(drop=True))
+    second = make()
+    _run(case, changed, second)
+    assert second.choices[0].time == t0
+    assert second.choices[0].mean_jct_s == first.choices[0].mean_jct_s
+    assert second.choices[0].chosen == first.choices[0].chosen
+
+
+def test_an_unfinished_jobs_true_size_is_not_read(case):
+    """Making a job that is still running at the first selection 10x longer
+    leaves that selection's replay scores exactly as they were."""
+    trace = case.workload.build(0)
+    first = make()
+    result = _run(case, trace, first)
+    t0 = first.choices[0].time
+    ends = result.jobs.set_index("job_id")["end_s"]
+    arrivals = trace.jobs.set_index("job_id")["arrival_s"]
+    unfinished = [j for j in arrivals.index if arrivals[j] <= t0 < ends[j]]
+    assert unfinished
+    jobs = trace.jobs.copy()
+    jobs.loc[jobs["job_id"] == unfinished[0], "iterations"] *= 10
+    second = make()
+    _run(case, Trace("longer", jobs), second)
+    assert second.choices[0].mean_jct_s == first.choices[0].mean_jct_s
+
+
+def test_the_replay_keeps_known_sizes_and_draws_the_others_above_the_work_done(case):
+    from ddl_gym.engine import EngineView, Status
+
+    trace = case.workload.build(0)
+    p = make()
+    engine = Engine(trace, case.cluster(), congestion=case.congestion, **p.engine_kwargs())
+    view = EngineView(engine)
+    agent = make_policy("gandiva")
+    agent.reset(view)
+    while engine.now < 2 * 3600 and not engine.done:  # two hours of Gandiva
+        a = agent.act(view)
+        if a.__class__.__name__ == "Wait":
+            engine.advance()
+        else:
+            engine.apply(a)
+    p.reset(view, seed=0)
+    replay = p.replay_trace(view).jobs.set_index("job_id")
+    by_id = {j.job_id: j for j in engine.jobs}
+    assert any(by_id[i].status == Status.DONE for i in replay.index)
+    for job_id, row in replay.iterrows():
+        job = by_id[job_id]
+        assert job.status != Status.FUTURE  # nothing from the future
+        assert row["arrival_s"] == job.arrival and row["gpus"] == job.gpus
+        if job.status == Status.DONE:
+            assert row["iterations"] == pytest.approx(job.iterations, abs=1.0)
+        else:
+            assert row["iterations"] >= job.progress
+    in_system = {j.job_id for j in engine.jobs if j.status in (Status.PENDING, Status.RUNNING)}
+    assert in_system <= set(replay.index)
+
+
+def test_replay_score_until_now_by_hand():
+    """One 1-GPU job of 1 h arriving at 0 and one at 0.5 h, each alone on a
+    1-GPU cluster's worth of room: at 2 h both are done (mean 1 h); up to
+    0.75 h the first has spent 0.75 h and the second 0.25 h."""
+    jobs = pd.DataFrame(
+        {
+            "job_id": ["a", "b"],
+            "arrival_s": [0.0, 1800.0],
+            "gpus": [1, 1],
+            "model": ["resnet50", "resnet50"],
+            "iterations": [3600, 3600],
+            "iter_time_s": [1.0, 1.0],
+        }
+    )
+    trace = Trace("two", jobs)
+    real = Engine(trace, "2x2x4")
+    settings = {"restore_s_per_gpu": 0.0}
+    full = replay_mean_jct(trace, real, make_policy("fifo"), settings)
+    assert full == pytest.approx(3600.0, rel=1e-6)  # both run at once, no slowdown on one GPU
+    part = replay_mean_jct(trace, real, make_policy("fifo"), settings, until=2700.0)
+    assert part == pytest.approx((2700.0 + 900.0) / 2)
+
+
+def test_bad_settings_are_refused():
+    factory = {"fifo": lambda: make_policy("fifo")}
+    with pytest.raises(ValueError, match="first='agent'"):
+        ReplayPortfolio(factory, "agent", {})
+    with pytest.raises(ValueError, match="margin"):
+        ReplayPortfolio(factory, "fifo", {}, margin=1.0)
+    with pytest.raises(ValueError, match="every_jobs"):
+        ReplayPortfolio(factory, "fifo", {}, every_jobs=0)
+    assert np.isfinite(ReplayPortfolio(factory, "fifo", {}).margin)
