@@ -11,7 +11,12 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
-from ddl_gym.agents.portfolio import ReplayPortfolio, make, replay_mean_jct  # noqa: E402
+from ddl_gym.agents.portfolio import (  # noqa: E402
+    ReplayPortfolio,
+    ReplayScore,
+    make,
+    replay_scores,
+)
 from ddl_gym.baselines import make_policy  # noqa: E402
 
 from ddl_gym.benchmarks.suite import get_suite  # noqa: E402
@@ -61,7 +66,8 @@ def test_choices_ignore_future_arrivals_and_unfinished_sizes(case):
     second = make()
     _run(case, changed, second)
     assert second.choices[0].time == t0
-    assert second.choices[0].mean_jct_s == first.choices[0].mean_jct_s
+    assert second.choices[0].so_far_s == first.choices[0].so_far_s
+    assert second.choices[0].full_s == first.choices[0].full_s
     assert second.choices[0].chosen == first.choices[0].chosen
 
 
@@ -80,7 +86,8 @@ def test_an_unfinished_jobs_true_size_is_not_read(case):
     jobs.loc[jobs["job_id"] == unfinished[0], "iterations"] *= 10
     second = make()
     _run(case, Trace("longer", jobs), second)
-    assert second.choices[0].mean_jct_s == first.choices[0].mean_jct_s
+    assert second.choices[0].so_far_s == first.choices[0].so_far_s
+    assert second.choices[0].full_s == first.choices[0].full_s
 
 
 def test_the_replay_keeps_known_sizes_and_draws_the_others_above_the_work_done(case):
@@ -114,10 +121,10 @@ def test_the_replay_keeps_known_sizes_and_draws_the_others_above_the_work_done(c
     assert in_system <= set(replay.index)
 
 
-def test_replay_score_until_now_by_hand():
-    """One 1-GPU job of 1 h arriving at 0 and one at 0.5 h, each alone on a
-    1-GPU cluster's worth of room: at 2 h both are done (mean 1 h); up to
-    0.75 h the first has spent 0.75 h and the second 0.25 h."""
+def test_replay_scores_by_hand():
+    """Two 1-GPU jobs of 1 h, arriving at 0 and 0.5 h on a 16-GPU cluster:
+    both run at once (one GPU each: no slowdown), so the mean JCT is 1 h;
+    up to 0.75 h the first has spent 0.75 h and the second 0.25 h."""
     jobs = pd.DataFrame(
         {
             "job_id": ["a", "b"],
@@ -131,10 +138,27 @@ def test_replay_score_until_now_by_hand():
     trace = Trace("two", jobs)
     real = Engine(trace, "2x2x4")
     settings = {"restore_s_per_gpu": 0.0}
-    full = replay_mean_jct(trace, real, make_policy("fifo"), settings)
-    assert full == pytest.approx(3600.0, rel=1e-6)  # both run at once, no slowdown on one GPU
-    part = replay_mean_jct(trace, real, make_policy("fifo"), settings, until=2700.0)
-    assert part == pytest.approx((2700.0 + 900.0) / 2)
+    score = replay_scores(trace, real, make_policy("fifo"), settings, now=2700.0)
+    assert score.full_s == pytest.approx(3600.0, rel=1e-6)
+    assert score.so_far_s == pytest.approx((2700.0 + 900.0) / 2)
+    late = replay_scores(trace, real, make_policy("fifo"), settings, now=1e6)
+    assert late.so_far_s == pytest.approx(late.full_s)  # all done by then
+
+
+def test_a_switch_needs_the_margin_on_every_measure_of_the_criterion():
+    factories = {n: (lambda n=n: make_policy(n)) for n in ("fifo", "sjf", "tiresias")}
+    both = ReplayPortfolio(factories, "fifo", {}, margin=0.1)
+    scores = {
+        "fifo": ReplayScore(100.0, 100.0),
+        "sjf": ReplayScore(50.0, 95.0),  # far better so far, within the margin in full
+        "tiresias": ReplayScore(85.0, 88.0),  # better by > 10 % on both
+    }
+    assert both._better_than_active(scores) == "tiresias"
+    assert both._better_than_active({**scores, "tiresias": ReplayScore(85.0, 91.0)}) == "fifo"
+    so_far = ReplayPortfolio(factories, "fifo", {}, margin=0.1, criterion="so_far")
+    assert so_far._better_than_active(scores) == "sjf"
+    with pytest.raises(ValueError, match="criterion"):
+        ReplayPortfolio(factories, "fifo", {}, criterion="mean")
 
 
 def test_bad_settings_are_refused():
