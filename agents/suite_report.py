@@ -31,8 +31,14 @@ from ddl_gym.benchmarks.leaderboard import run_policies
 from ddl_gym.benchmarks.stats import aggregate_table, baseline_jct, iqm, normalised, score_matrix
 
 
-def _factory(path: str | Path) -> Any:
-    """A zero-argument factory (``resolve_policy`` calls it once per run)."""
+def _factory(path: str | Path, portfolio: bool = False) -> Any:
+    """A zero-argument factory (``resolve_policy`` calls it once per run):
+    the model, or with ``portfolio`` the replay portfolio around it
+    (``agents.portfolio.make``)."""
+    if portfolio:
+        from ddl_gym.agents.portfolio import make
+
+        return lambda: make(model=str(path))
     from ddl_gym.agents.policy import load_policy
 
     return lambda: load_policy(path)
@@ -45,12 +51,13 @@ def model_records(
     split: str,
     out_dir: Path,
     seeds: Sequence[int] | None = None,
+    portfolio: bool = False,
 ) -> pd.DataFrame:
     """Every training seed's runs, pooled: ``seed`` = 100 * model index + case seed."""
     frames = []
     for i, path in enumerate(paths):
         rec = evaluate(
-            _factory(path),
+            _factory(path, portfolio),
             suite=suite,
             split=split,
             seeds=seeds,
@@ -71,13 +78,15 @@ def report(
     also: Sequence[str] = ("agent", "gandiva", "tiresias"),
     reps: int = 2000,
     seeds: Sequence[int] | None = None,
+    portfolios: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Scores of ``models`` (name -> model paths, one per training seed) and
     of the policies ``also`` on ``split``; the heuristics' records are read
     from (or written to) ``out_dir/suite/split/<policy>`` as the leaderboard's.
     ``seeds``: every case on these seeds instead of its own (more runs per
     validation case, say); the records then go to ``split_seeds_...``
-    folders, apart from the leaderboard's."""
+    folders, apart from the leaderboard's. ``portfolios``: the names in
+    ``models`` to run inside the replay portfolio (``agents.portfolio``)."""
     folder = split if seeds is None else f"{split}_seeds_" + "_".join(str(s) for s in seeds)
     root = Path(out_dir) / suite / folder
     heur = run_policies(
@@ -94,7 +103,15 @@ def report(
         frames.append(run_policies(["agent"], suite, split, root, True, False, seeds=seeds))
     for name, paths in models.items():
         frames.append(
-            model_records(name, paths, suite, split, Path(out_dir) / "models" / folder, seeds)
+            model_records(
+                name,
+                paths,
+                suite,
+                split,
+                Path(out_dir) / "models" / folder,
+                seeds,
+                portfolio=name in portfolios,
+            )
         )
     records = pd.concat(frames, ignore_index=True)
     records["clairvoyant"] = records["clairvoyant"].astype(bool)
@@ -159,6 +176,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     ap.add_argument("--out", type=Path, help="write the JSON here too")
     ap.add_argument(
+        "--portfolio",
+        action="append",
+        default=[],
+        help="NAME=PATH[,PATH...]: those models inside the replay portfolio (agents.portfolio)",
+    )
+    ap.add_argument(
         "--seeds", help="comma-separated seeds, a-b ranges allowed (default: each case's)"
     )
     args = ap.parse_args(argv)
@@ -167,8 +190,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     for spec in args.model:
         name, _, paths = spec.partition("=")
         models[name] = [p for p in paths.split(",") if p]
+    for spec in args.portfolio:
+        name, _, paths = spec.partition("=")
+        models[name] = [p for p in paths.split(",") if p]
     also = [p for p in args.also.split(",") if p]
-    result = report(models, args.suite, args.split, also=also, seeds=seeds)
+    portfolios = [spec.partition("=")[0] for spec in args.portfolio]
+    result = report(models, args.suite, args.split, also=also, seeds=seeds, portfolios=portfolios)
     text = json.dumps(result, indent=1)
     if args.out:
         args.out.write_text(text + "\n")
