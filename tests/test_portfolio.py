@@ -170,3 +170,14 @@ def test_bad_settings_are_refused():
     with pytest.raises(ValueError, match="every_jobs"):
         ReplayPortfolio(factory, "fifo", {}, every_jobs=0)
     assert np.isfinite(ReplayPortfolio(factory, "fifo", {}).margin)
+
+
+def test_the_benchmark_knows_the_portfolio_by_name():
+    from ddl_gym.benchmarks.policies import resolve_policy
+
+    spec = resolve_policy("portfolio")
+    assert spec.name == "portfolio"
+    policy = spec.factory()
+    assert isinstance(policy, ReplayPortfolio)
+    assert set(policy.candidates) == {"agent", "tiresias", "gandiva"}
+    assert policy.engine_kwargs() == make().engine_kwargs()

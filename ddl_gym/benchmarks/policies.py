@@ -80,6 +80,12 @@ def _agent(
     return PolicySpec(name, factory)
 
 
+def _portfolio() -> Any:
+    from ddl_gym.agents.portfolio import make
+
+    return make()
+
+
 def supports(policy: Any, cluster: Cluster) -> str | None:
     """Why ``policy`` cannot run on ``cluster`` (None: it can). A policy may
     say so itself (``supports(cluster) -> bool``); a model that observes one
@@ -110,6 +116,8 @@ def resolve_policy(
       ``ddl_gym.agents.train`` (its config beside it), or any SB3 /
       sb3-contrib zip (MaskablePPO, PPO) with ``env_id`` / ``env_kwargs``, the
       env it was trained on (README's recipe: ``ddl_gym/Small-v0``);
+    * ``"portfolio"``: the shipped model with Tiresias and Gandiva, one at a
+      time, chosen online by replaying recent jobs (``ddl_gym.agents.portfolio``);
     * ``"module:function"`` (or ``module:Class``): imported, then as below;
     * an object with ``reset(view, seed)`` and ``act(view)``, a class or
       zero-argument factory making one, or a plain ``f(view) -> Action``.
@@ -121,6 +129,8 @@ def resolve_policy(
             return PolicySpec(name or spec, lambda: make_policy(spec), clairvoyant=spec in ORACLES)
         if spec == "agent" or spec.startswith("agent:"):
             return _agent(spec.partition(":")[2] or None, env_id, env_kwargs)
+        if spec == "portfolio":
+            return PolicySpec(name or spec, _portfolio)
         module, sep, attr = spec.partition(":")
         if sep and module and attr:
             obj = importlib.import_module(module)
@@ -129,6 +139,6 @@ def resolve_policy(
             return _from_object(obj, name or spec)
         raise ValueError(
             f"unknown policy {spec!r}: a heuristic ({', '.join(POLICY_NAMES)}), "
-            "'agent', 'agent:PATH' or 'module:function'"
+            "'agent', 'agent:PATH', 'portfolio' or 'module:function'"
         )
     return _from_object(spec, name)

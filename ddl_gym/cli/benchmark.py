@@ -45,7 +45,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--policy",
         required=True,
         help="a heuristic (" + ", ".join((*HEURISTICS, *ORACLES)) + "), 'agent' (the shipped "
-        "model), 'agent:PATH' (an SB3/sb3-contrib zip with its config), or 'module:function'",
+        "model), 'agent:PATH' (an SB3/sb3-contrib zip with its config), 'portfolio' (the "
+        "shipped model, Tiresias and Gandiva chosen online by replay), or 'module:function'",
     )
     e.add_argument("--name", help="name in the records (default: the policy spec)")
     e.add_argument(
