@@ -277,6 +277,8 @@ def _page(
         "`ddl-gym benchmark show` lists the cases and the suite's hash.",
         "",
         "What `policy` may be: a heuristic name; `agent` (the shipped model); "
+        "`portfolio` (the shipped model, Tiresias and Gandiva, one at a time, chosen online "
+        "by replaying the cluster's recent jobs: `ddl_gym.agents.portfolio`); "
         "`agent:PATH`, a model saved by `ddl_gym.agents.train` or any SB3 / sb3-contrib zip "
         "(with `env_id` / `env_kwargs`, or `--env-id` / `--env-kwargs`, naming the env it "
         "was trained on: such a model observes one row per server, so it runs on the cases "
@@ -407,11 +409,11 @@ def write_leaderboard(
     quick: bool = False,
     reps: int = stats.REPS,
 ) -> Path:
-    """Run every heuristic and oracle (+ the shipped agent, + ``extra``
-    policy specs) on ``split``, and the heuristics on ``design_splits``, and
-    write the page; returns its path."""
+    """Run every heuristic and oracle (+ with ``agent`` the shipped agent and
+    its replay portfolio, + ``extra`` policy specs) on ``split``, and the
+    heuristics on ``design_splits``, and write the page; returns its path."""
     suite = get_suite(suite_name)
-    policies = [*HEURISTICS, *ORACLES, *(["agent"] if agent else []), *extra]
+    policies = [*HEURISTICS, *ORACLES, *(["agent", "portfolio"] if agent else []), *extra]
     out = Path(out_dir) / suite_name / ("quick" if quick else split)
     records = run_policies(policies, suite_name, split, out, resume, progress, quick)
     other_splits = {}

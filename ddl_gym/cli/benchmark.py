@@ -70,7 +70,9 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "on a split and write the leaderboard page and its performance-profile PNG.",
     )
     _suite_args(lb)
-    lb.add_argument("--agent", action="store_true", help="also the shipped agent")
+    lb.add_argument(
+        "--agent", action="store_true", help="also the shipped agent and its replay portfolio"
+    )
     lb.add_argument("--policy", action="append", default=[], help="also this policy spec")
     lb.add_argument("--out", type=Path, default=Path("runs/benchmark"))
     lb.add_argument("--doc", type=Path, default=Path("docs/benchmark.md"))
