@@ -266,6 +266,18 @@ def test_aggregates_by_hand():
     assert stats.probability_of_improvement(x, y) == pytest.approx((1 + 0.5 + 0 + 0) / 4)
 
 
+def test_tied_policies_are_listed_in_name_order():
+    """Two policies with the very same runs (the portfolio where it never
+    switches, say) keep one order whatever else is in the table."""
+    from ddl_gym.benchmarks import stats
+
+    same = np.array([[1.0, 2.0], [1.5, 0.5]])
+    for names in (["zeta", "alpha", "mid"], ["mid", "zeta", "alpha"]):
+        matrices = {n: same * (0.5 if n == "mid" else 1.0) for n in names}
+        table, _ = stats.aggregate_table(matrices, reps=50)
+        assert list(table["policy"]) == ["mid", "alpha", "zeta"]
+
+
 def test_batched_metrics_equal_rliables():
     from ddl_gym.benchmarks import stats
 

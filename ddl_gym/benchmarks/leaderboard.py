@@ -179,7 +179,9 @@ def build_report(
     card_lines = []
     for case in cases:
         c = cards[cards["case"] == case].set_index("policy")
-        c = c.assign(normalised=c["mean_jct_s"] / baseline[case]).sort_values("normalised")
+        c = c.assign(normalised=c["mean_jct_s"] / baseline[case])
+        # ties (policies with the very same runs) in name order, whatever else is on the page
+        c = c.iloc[np.lexsort((c.index.to_numpy(dtype=str), c["normalised"].to_numpy()))]
         frame = pd.DataFrame(
             {
                 "policy": [_label(p) for p in c.index],

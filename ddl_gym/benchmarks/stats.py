@@ -213,7 +213,9 @@ def aggregate_table(
             row[f"{key} lo"] = float(cis[policy][0][i])
             row[f"{key} hi"] = float(cis[policy][1][i])
         rows.append(row)
-    return pd.DataFrame(rows).sort_values("IQM").reset_index(drop=True), method
+    frame = pd.DataFrame(rows)
+    frame = frame.iloc[np.lexsort((frame["policy"].to_numpy(dtype=str), frame["IQM"].to_numpy()))]
+    return frame.reset_index(drop=True), method
 
 
 def improvement_table(
