@@ -6,6 +6,9 @@ heuristics; with no path it loads the shipped model, ``agents/models/default.zip
 (installed as ``ddl_gym/agents/models/``). ``save_model(model, path, env_id,
 env_kwargs)`` saves your own SB3 model with the env it was trained in, so
 ``load_policy(path)`` and ``ddl-gym compare --policies agent:PATH`` need no more.
+``ddl_gym.agents.portfolio.make()`` runs the shipped model beside Tiresias
+and Gandiva, one at a time, chosen online by replaying the cluster's own
+recent jobs (``--policy portfolio`` in the CLI).
 Training: ``ddl_gym.agents.train.train(TrainConfig(...), out_dir)`` or
 ``scripts/train.py``. Needs the ``agents`` extra (torch, SB3, sb3-contrib).
 """
