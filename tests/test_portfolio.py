@@ -91,7 +91,7 @@ def test_an_unfinished_jobs_true_size_is_not_read(case):
 
 
 def test_the_replay_keeps_known_sizes_and_draws_the_others_above_the_work_done(case):
-    from ddl_gym.engine import EngineView, Status
+    from ddl_gym.engine import EngineView, Status, Wait
 
     trace = case.workload.build(0)
     p = make()
@@ -101,7 +101,7 @@ def test_the_replay_keeps_known_sizes_and_draws_the_others_above_the_work_done(c
     agent.reset(view)
     while engine.now < 2 * 3600 and not engine.done:  # two hours of Gandiva
         a = agent.act(view)
-        if a.__class__.__name__ == "Wait":
+        if isinstance(a, Wait):
             engine.advance()
         else:
             engine.apply(a)
