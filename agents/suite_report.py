@@ -145,6 +145,12 @@ def report(
     return out
 
 
+def _named_paths(spec: str) -> tuple[str, list[str]]:
+    """``"NAME=a.zip,b.zip"`` -> ``("NAME", ["a.zip", "b.zip"])``."""
+    name, _, paths = spec.partition("=")
+    return name, [p for p in paths.split(",") if p]
+
+
 def parse_seeds(text: str) -> list[int]:
     """``"0-2,5"`` -> ``[0, 1, 2, 5]``."""
     seeds: list[int] = []
@@ -186,16 +192,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     args = ap.parse_args(argv)
     seeds = parse_seeds(args.seeds) if args.seeds else None
-    models = {}
-    for spec in args.model:
-        name, _, paths = spec.partition("=")
-        models[name] = [p for p in paths.split(",") if p]
-    for spec in args.portfolio:
-        name, _, paths = spec.partition("=")
-        models[name] = [p for p in paths.split(",") if p]
+    models = dict(_named_paths(spec) for spec in args.model)
+    portfolios = dict(_named_paths(spec) for spec in args.portfolio)
+    models.update(portfolios)
     also = [p for p in args.also.split(",") if p]
-    portfolios = [spec.partition("=")[0] for spec in args.portfolio]
-    result = report(models, args.suite, args.split, also=also, seeds=seeds, portfolios=portfolios)
+    result = report(
+        models, args.suite, args.split, also=also, seeds=seeds, portfolios=list(portfolios)
+    )
     text = json.dumps(result, indent=1)
     if args.out:
         args.out.write_text(text + "\n")
