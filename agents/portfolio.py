@@ -31,7 +31,7 @@ heuristics rebuild their view of the running and waiting jobs from it).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,13 +96,18 @@ class ReplayPortfolio:
     # starves: Tiresias' least-attained-service order looks best early);
     # "full", their mean JCT with the drawn sizes; "both" (default): both
     criterion: str = "both"
+    # how many replays per selection, each with its own draw of the
+    # unfinished jobs' sizes (the finished jobs and arrival times the same):
+    # a candidate must beat the active policy by the margin in every draw,
+    # so a switch needs evidence that holds whatever the unknown sizes are
+    draws: int = 1
     name: str = "portfolio"
     choices: list[Choice] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         if self.first not in self.candidates:
             raise ValueError(f"first={self.first!r} is not a candidate: {sorted(self.candidates)}")
-        for key in ("warmup_jobs", "every_jobs", "window_jobs"):
+        for key in ("warmup_jobs", "every_jobs", "window_jobs", "draws"):
             if getattr(self, key) < 1:
                 raise ValueError(f"{key} must be >= 1, got {getattr(self, key)}")
         if not self.growth >= 1.0:
@@ -148,10 +153,13 @@ class ReplayPortfolio:
 
     # -- selection -------------------------------------------------------------
     def _select(self, view: EngineView) -> None:
-        trace = self.replay_trace(view)
+        traces = [self.replay_trace(view) for _ in range(self.draws)]
         engine = view._engine  # noqa: SLF001 (its scenario: cluster, congestion, perf model)
         scores = {
-            name: replay_scores(trace, engine, factory(), self.engine_settings, view.now)
+            name: [
+                replay_scores(trace, engine, factory(), self.engine_settings, view.now)
+                for trace in traces
+            ]
             for name, factory in self.candidates.items()
         }
         best = self._better_than_active(scores)
@@ -159,9 +167,9 @@ class ReplayPortfolio:
             Choice(
                 view.now,
                 self._arrived,
-                len(trace),
-                {n: s.so_far_s for n, s in scores.items()},
-                {n: s.full_s for n, s in scores.items()},
+                len(traces[0]),
+                {n: float(np.mean([d.so_far_s for d in s])) for n, s in scores.items()},
+                {n: float(np.mean([d.full_s for d in s])) for n, s in scores.items()},
                 best,
             )
         )
@@ -169,16 +177,19 @@ class ReplayPortfolio:
             self._active = best
             self._live[best].reset(view, seed=int(self._rng.integers(2**31)))
 
-    def _better_than_active(self, scores: dict[str, ReplayScore]) -> str:
+    def _better_than_active(self, scores: Mapping[str, Sequence[ReplayScore]]) -> str:
         """The candidate that beats the active one by the margin on every
-        measure of the criterion (the largest worst-measure gain among
-        several), else the active one."""
+        measure of the criterion in every draw (``scores``: one per draw,
+        the same draws for every candidate; the largest worst-case gain
+        among several), else the active one."""
         keys = {"so_far": ("so_far_s",), "full": ("full_s",), "both": ("so_far_s", "full_s")}
         mine = scores[self._active]
 
         def worst_ratio(name: str) -> float:
             return max(
-                getattr(scores[name], k) / max(getattr(mine, k), 1e-9) for k in keys[self.criterion]
+                getattr(theirs, k) / max(getattr(own, k), 1e-9)
+                for theirs, own in zip(scores[name], mine, strict=True)
+                for k in keys[self.criterion]
             )
 
         ratios = {n: worst_ratio(n) for n in scores if n != self._active}

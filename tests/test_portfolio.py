@@ -149,12 +149,12 @@ def test_a_switch_needs_the_margin_on_every_measure_of_the_criterion():
     factories = {n: (lambda n=n: make_policy(n)) for n in ("fifo", "sjf", "tiresias")}
     both = ReplayPortfolio(factories, "fifo", {}, margin=0.1)
     scores = {
-        "fifo": ReplayScore(100.0, 100.0),
-        "sjf": ReplayScore(50.0, 95.0),  # far better so far, within the margin in full
-        "tiresias": ReplayScore(85.0, 88.0),  # better by > 10 % on both
+        "fifo": [ReplayScore(100.0, 100.0)],
+        "sjf": [ReplayScore(50.0, 95.0)],  # far better so far, within the margin in full
+        "tiresias": [ReplayScore(85.0, 88.0)],  # better by > 10 % on both
     }
     assert both._better_than_active(scores) == "tiresias"
-    assert both._better_than_active({**scores, "tiresias": ReplayScore(85.0, 91.0)}) == "fifo"
+    assert both._better_than_active({**scores, "tiresias": [ReplayScore(85.0, 91.0)]}) == "fifo"
     so_far = ReplayPortfolio(factories, "fifo", {}, margin=0.1, criterion="so_far")
     assert so_far._better_than_active(scores) == "sjf"
     with pytest.raises(ValueError, match="criterion"):
@@ -181,3 +181,50 @@ def test_the_benchmark_knows_the_portfolio_by_name():
     assert isinstance(policy, ReplayPortfolio)
     assert set(policy.candidates) == {"agent", "tiresias", "gandiva"}
     assert policy.engine_kwargs() == make().engine_kwargs()
+
+
+def test_with_several_draws_a_switch_needs_the_margin_in_every_draw():
+    """Draws are paired (draw d of every candidate replays the same sizes):
+    a candidate 20 % better in one draw but only 5 % in the other stays out."""
+    factories = {n: (lambda n=n: make_policy(n)) for n in ("fifo", "tiresias")}
+    portfolio = ReplayPortfolio(factories, "fifo", {}, margin=0.1, draws=2)
+    fifo = [ReplayScore(100.0, 100.0), ReplayScore(200.0, 200.0)]
+    assert portfolio._better_than_active({"fifo": fifo, "tiresias": [
+        ReplayScore(80.0, 80.0), ReplayScore(190.0, 190.0)]}) == "fifo"  # fmt: skip
+    # 160/200 = 0.8 in the second draw though 160 > 100: ratios are per draw
+    assert portfolio._better_than_active({"fifo": fifo, "tiresias": [
+        ReplayScore(85.0, 85.0), ReplayScore(160.0, 160.0)]}) == "tiresias"  # fmt: skip
+    with pytest.raises(ValueError, match="draws"):
+        ReplayPortfolio(factories, "fifo", {}, draws=0)
+
+
+def test_several_draws_replay_the_same_jobs_with_other_drawn_sizes(case, monkeypatch):
+    """Each draw replays the same jobs at the same arrival times; only the
+    sizes of jobs still in the system differ, and every candidate sees the
+    same draws."""
+    import ddl_gym.agents.portfolio as portfolio_module
+
+    seen: list[tuple[str, pd.DataFrame]] = []
+    real_scores = portfolio_module.replay_scores
+
+    def spy(trace, engine, policy, settings, now):
+        seen.append((getattr(policy, "name", type(policy).__name__), trace.jobs))
+        return real_scores(trace, engine, policy, settings, now)
+
+    monkeypatch.setattr(portfolio_module, "replay_scores", spy)
+    portfolio = make(draws=3, margin=0.99)  # never switches: the agent's own states
+    _run(case, case.workload.build(0), portfolio)
+    per_selection = 3 * len(portfolio.candidates)
+    assert len(seen) == per_selection * len(portfolio.choices)
+    some_differ = False
+    for k in range(len(portfolio.choices)):
+        batch = seen[k * per_selection : (k + 1) * per_selection]
+        draws = [jobs for _, jobs in batch[:3]]  # the first candidate's three
+        for jobs in draws[1:]:
+            assert jobs["job_id"].tolist() == draws[0]["job_id"].tolist()
+            assert jobs["arrival_s"].tolist() == draws[0]["arrival_s"].tolist()
+            some_differ |= not jobs["iterations"].equals(draws[0]["iterations"])
+        for c in range(1, len(portfolio.candidates)):  # the others replay the same three
+            for d in range(3):
+                assert batch[3 * c + d][1] is draws[d]
+    assert some_differ
