@@ -29,6 +29,7 @@ from ddl_gym.benchmarks import evaluate
 from ddl_gym.benchmarks.evaluate import slug
 from ddl_gym.benchmarks.leaderboard import run_policies
 from ddl_gym.benchmarks.stats import aggregate_table, baseline_jct, iqm, normalised, score_matrix
+from ddl_gym.cli.common import CliError, parse_seeds
 
 
 def _factory(path: str | Path, portfolio: bool = False) -> Any:
@@ -151,23 +152,6 @@ def _named_paths(spec: str) -> tuple[str, list[str]]:
     return name, [p for p in paths.split(",") if p]
 
 
-def parse_seeds(text: str) -> list[int]:
-    """``"0-2,5"`` -> ``[0, 1, 2, 5]``."""
-    seeds: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.strip().partition("-")
-        try:
-            first, last = int(lo), int(hi or lo)
-        except ValueError:
-            raise ValueError(f"--seeds: {part!r} is not a seed or a range a-b") from None
-        if last < first:
-            raise ValueError(f"--seeds: empty range {part!r}")
-        seeds.extend(range(first, last + 1))
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"--seeds: a seed is repeated in {text!r}")
-    return seeds
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Trained models (several seeds) on a benchmark split.")
     ap.add_argument("--split", default="test")
@@ -191,7 +175,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         "--seeds", help="comma-separated seeds, a-b ranges allowed (default: each case's)"
     )
     args = ap.parse_args(argv)
-    seeds = parse_seeds(args.seeds) if args.seeds else None
+    try:
+        seeds = parse_seeds(args.seeds) if args.seeds else None
+    except CliError as e:
+        ap.error(str(e))
     models = dict(_named_paths(spec) for spec in args.model)
     portfolios = dict(_named_paths(spec) for spec in args.portfolio)
     models.update(portfolios)

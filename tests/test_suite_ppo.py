@@ -148,11 +148,20 @@ def test_decision_histogram_counts_every_placement_once_for_fifo():
     assert abs(float(table[share_cols].sum(axis=1).iloc[0]) - 1.0) < 1e-9
 
 
-def test_suite_report_seed_ranges():
-    from ddl_gym.agents.suite_report import parse_seeds
+def test_seed_ranges_one_syntax_for_every_command():
+    """suite_report, benchmark evaluate, compare and evaluate read --seeds
+    with the one parser."""
+    from ddl_gym.cli.common import CliError, parse_seeds
 
     assert parse_seeds("0-2,5") == [0, 1, 2, 5]
     assert parse_seeds("7") == [7]
     for bad in ("3-1", "a", "1,1"):
-        with pytest.raises(ValueError, match="--seeds"):
+        with pytest.raises(CliError, match="--seeds"):
             parse_seeds(bad)
+    import ddl_gym.agents.suite_report as suite_report
+
+    import ddl_gym.cli.compare as compare
+
+    assert suite_report.parse_seeds is parse_seeds and compare.parse_seeds is parse_seeds
+    with pytest.raises(SystemExit):
+        suite_report.main(["--seeds", "1,1"])

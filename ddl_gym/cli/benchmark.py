@@ -57,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     e.add_argument("--env-kwargs", help="with --env-id: its env arguments as JSON")
     e.add_argument("--out", type=Path, help="folder for the per-run JSON files")
     e.add_argument("--resume", action="store_true", help="skip runs already in --out")
-    e.add_argument("--seeds", help="comma-separated seeds (default: each case's)")
+    e.add_argument("--seeds", help="seeds: 0,1,2 or 0-9 or a mix (default: each case's)")
     e.add_argument("--case", action="append", help="only this case (repeatable)")
     e.add_argument("--backend", choices=("local", "ray"), default="local")
     e.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -132,8 +132,9 @@ def _suite_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from ddl_gym.benchmarks.evaluate import evaluate
+    from ddl_gym.cli.common import parse_seeds
 
-    seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else None
+    seeds = parse_seeds(args.seeds) if args.seeds else None
     scores = evaluate(
         args.policy,
         suite=args.suite,

@@ -140,6 +140,27 @@ def split_list(text: str | None) -> list[str] | None:
     return items
 
 
+def parse_seeds(text: str) -> list[int]:
+    """``"0,1,2"``, ``"0-2"`` or a mix (``"0-2,7"``); a seed given twice is
+    refused (it would run, and count, twice)."""
+    seeds: list[int] = []
+    for item in split_list(text):
+        lo, dash, hi = item.partition("-")
+        try:
+            if dash and lo:
+                a, b = int(lo), int(hi)
+                if b < a:
+                    raise ValueError
+                seeds.extend(range(a, b + 1))
+            else:
+                seeds.append(int(item))
+        except ValueError:
+            raise CliError(f"--seeds must be integers or ranges like 0-2, got {text!r}") from None
+    if len(set(seeds)) != len(seeds):
+        raise CliError(f"--seeds: a seed is repeated in {text!r}")
+    return seeds
+
+
 # -- policies ------------------------------------------------------------------
 def policy_names() -> list[str]:
     try:

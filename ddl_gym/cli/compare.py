@@ -32,6 +32,7 @@ from ddl_gym.cli.common import (
     add_output_args,
     add_scenario_args,
     epilog,
+    parse_seeds,
     pick,
     policy_names,
     resolve_scenario,
@@ -278,24 +279,6 @@ def _as_congestion(text: str) -> str | float:
         return float(text)
     except ValueError:
         return text
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"0,1,2"``, ``"0-2"`` or a mix (``"0-2,7"``)."""
-    seeds: list[int] = []
-    for item in split_list(text) or []:
-        lo, dash, hi = item.partition("-")
-        try:
-            if dash and lo:
-                a, b = int(lo), int(hi)
-                if b < a:
-                    raise ValueError
-                seeds.extend(range(a, b + 1))
-            else:
-                seeds.append(int(item))
-        except ValueError:
-            raise CliError(f"--seeds must be integers or ranges like 0-2, got {text!r}") from None
-    return seeds
 
 
 def parse_policies(text: str | None, known: list[str]) -> list[str] | None:

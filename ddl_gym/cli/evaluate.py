@@ -77,7 +77,7 @@ def _seeds(args: argparse.Namespace) -> list[int] | None:
     """``--seeds`` in any of compare's forms, also split over several words."""
     if not args.seeds:
         return None
-    from ddl_gym.cli.compare import parse_seeds
+    from ddl_gym.cli.common import parse_seeds
 
     return [seed for word in args.seeds for seed in parse_seeds(word)]
 
