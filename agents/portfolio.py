@@ -21,8 +21,10 @@ workload itself:
 * it stays non-clairvoyant: a job that has finished replays its known size;
   one still in the system replays a size drawn from the finished jobs' sizes
   larger than the work it has done so far (twice that work if none is), with
-  a random generator seeded by the policy's seed. Future arrivals are never
-  read.
+  a random generator seeded by the policy's seed (``sizes="km"``: from the
+  Kaplan-Meier estimate that also counts every unfinished job as a size
+  known to exceed its done work; finished jobs alone are biased short).
+  Future arrivals are never read.
 
 A candidate that takes over mid-run is ``reset`` on the current state (the
 heuristics rebuild their view of the running and waiting jobs from it).
@@ -45,6 +47,7 @@ from ddl_gym.traces import Trace
 
 Factory = Callable[[], Any]
 CRITERIA = ("so_far", "full", "both")
+SIZE_MODELS = ("finished", "km")
 
 
 @dataclass
@@ -101,6 +104,14 @@ class ReplayPortfolio:
     # a candidate must beat the active policy by the margin in every draw,
     # so a switch needs evidence that holds whatever the unknown sizes are
     draws: int = 1
+    # where an unfinished job's size is drawn from, above the work it has
+    # done: "finished", the finished jobs' sizes (uniform); "km", the
+    # Kaplan-Meier estimate that also counts the unfinished jobs as sizes
+    # known to exceed their done work. Finished jobs are biased short (a
+    # long job is still running when short ones that arrived with it are
+    # done): on the train split "finished" draws came out at 0.3-0.8x the
+    # true sizes (geometric mean), which flatters Tiresias' short-first order
+    sizes: str = "finished"
     name: str = "portfolio"
     choices: list[Choice] = field(default_factory=list, repr=False)
 
@@ -112,6 +123,8 @@ class ReplayPortfolio:
                 raise ValueError(f"{key} must be >= 1, got {getattr(self, key)}")
         if not self.growth >= 1.0:
             raise ValueError(f"growth must be >= 1, got {self.growth}")
+        if self.sizes not in SIZE_MODELS:
+            raise ValueError(f"sizes must be one of {SIZE_MODELS}, got {self.sizes!r}")
         if self.criterion not in CRITERIA:
             raise ValueError(f"criterion must be one of {CRITERIA}, got {self.criterion!r}")
         if not 0.0 <= self.margin < 1.0:
@@ -210,21 +223,69 @@ class ReplayPortfolio:
         finished = np.sort(
             np.array([j.iterations * j.t_compute for j in arrived if j.status == Status.DONE])
         )
+        unfinished = [j for j in arrived if j.status in (Status.PENDING, Status.RUNNING)]
+        done_it = {j.index: done_iterations(view, j) for j in unfinished}
+        km = None
+        if self.sizes == "km":
+            exceeded = np.array([done_it[j.index] * j.t_compute for j in unfinished])
+            km = SizeEstimate.kaplan_meier(finished, exceeded)
         rows = []
         for j in sorted(chosen.values(), key=lambda j: (j.arrival, j.index)):
             if j.status == Status.DONE:
                 iterations = j.iterations
             else:
-                done = done_iterations(view, j)
+                done = done_it[j.index]
                 done_s = done * j.t_compute
-                larger = finished[np.searchsorted(finished, done_s, side="right") :]
-                total_s = float(self._rng.choice(larger)) if len(larger) else 2.0 * done_s
+                if km is not None:
+                    total_s = km.draw_above(done_s, self._rng)
+                else:
+                    larger = finished[np.searchsorted(finished, done_s, side="right") :]
+                    total_s = float(self._rng.choice(larger)) if len(larger) else 2.0 * done_s
                 iterations = max(total_s / j.t_compute, done, 1.0)
             rows.append((j.job_id, j.arrival, j.gpus, j.model, math.ceil(iterations), j.t_compute))
         jobs = pd.DataFrame(
             rows, columns=["job_id", "arrival_s", "gpus", "model", "iterations", "iter_time_s"]
         )
         return Trace("replay", jobs)
+
+
+@dataclass(frozen=True)
+class SizeEstimate:
+    """A job-size distribution (seconds of work) as point masses at
+    ``values`` (increasing) with ``masses``, plus ``tail``: the mass beyond
+    the largest value, where nothing has been seen to end."""
+
+    values: np.ndarray
+    masses: np.ndarray
+    tail: float
+
+    @classmethod
+    def kaplan_meier(cls, ended: np.ndarray, exceeded: np.ndarray) -> SizeEstimate:
+        """From sizes seen to end (``ended``) and sizes known only to exceed
+        a value (``exceeded``: the work done by jobs still in the system).
+        A job still running at ``t`` is at risk at ``t``."""
+        ended, exceeded = np.sort(ended), np.sort(exceeded)
+        values, ends = np.unique(ended, return_counts=True)
+        at_risk = (len(ended) - np.searchsorted(ended, values, side="left")) + (
+            len(exceeded) - np.searchsorted(exceeded, values, side="left")
+        )
+        survival = np.cumprod(1.0 - ends / at_risk)
+        before = np.concatenate([[1.0], survival[:-1]])
+        tail = float(survival[-1]) if len(survival) else 1.0
+        return cls(values, before - survival, tail)
+
+    def draw_above(self, done: float, rng: np.random.Generator) -> float:
+        """A size drawn from the estimate given it exceeds ``done``; the
+        tail's share draws twice the larger of ``done`` and the largest size
+        seen to end."""
+        first = np.searchsorted(self.values, done, side="right")
+        weights = np.append(self.masses[first:], self.tail)
+        beyond = 2.0 * max(done, float(self.values[-1]) if len(self.values) else 0.0)
+        total = float(weights.sum())
+        if total <= 0.0:
+            return beyond
+        pick = int(rng.choice(len(weights), p=weights / total))
+        return beyond if pick == len(weights) - 1 else float(self.values[first + pick])
 
 
 @dataclass(frozen=True)

@@ -71,11 +71,13 @@ def test_choices_ignore_future_arrivals_and_unfinished_sizes(case):
     assert second.choices[0].chosen == first.choices[0].chosen
 
 
-def test_an_unfinished_jobs_true_size_is_not_read(case):
+@pytest.mark.parametrize("sizes", ["finished", "km"])
+def test_an_unfinished_jobs_true_size_is_not_read(case, sizes):
     """Making a job that is still running at the first selection 10x longer
-    leaves that selection's replay scores exactly as they were."""
+    leaves that selection's replay scores exactly as they were (with "km"
+    the unfinished jobs enter the size estimate by their done work only)."""
     trace = case.workload.build(0)
-    first = make()
+    first = make(sizes=sizes)
     result = _run(case, trace, first)
     t0 = first.choices[0].time
     ends = result.jobs.set_index("job_id")["end_s"]
@@ -84,7 +86,7 @@ def test_an_unfinished_jobs_true_size_is_not_read(case):
     assert unfinished
     jobs = trace.jobs.copy()
     jobs.loc[jobs["job_id"] == unfinished[0], "iterations"] *= 10
-    second = make()
+    second = make(sizes=sizes)
     _run(case, Trace("longer", jobs), second)
     assert second.choices[0].so_far_s == first.choices[0].so_far_s
     assert second.choices[0].full_s == first.choices[0].full_s
@@ -167,6 +169,8 @@ def test_bad_settings_are_refused():
         ReplayPortfolio(factory, "agent", {})
     with pytest.raises(ValueError, match="margin"):
         ReplayPortfolio(factory, "fifo", {}, margin=1.0)
+    with pytest.raises(ValueError, match="sizes"):
+        ReplayPortfolio(factory, "fifo", {}, sizes="oracle")
     with pytest.raises(ValueError, match="every_jobs"):
         ReplayPortfolio(factory, "fifo", {}, every_jobs=0)
     assert np.isfinite(ReplayPortfolio(factory, "fifo", {}).margin)
@@ -228,3 +232,30 @@ def test_several_draws_replay_the_same_jobs_with_other_drawn_sizes(case, monkeyp
             for d in range(3):
                 assert batch[3 * c + d][1] is draws[d]
     assert some_differ
+
+
+def test_kaplan_meier_sizes_by_hand():
+    """Ended 1 and 3, one job known to exceed 2: at 1, three at risk and one
+    ends (S = 2/3); at 3, one at risk and it ends (S = 0). The unfinished
+    job's share moves to the right: masses 1/3 at 1 and 2/3 at 3."""
+    from ddl_gym.agents.portfolio import SizeEstimate
+
+    km = SizeEstimate.kaplan_meier(np.array([3.0, 1.0]), np.array([2.0]))
+    assert km.values.tolist() == [1.0, 3.0]
+    assert km.masses == pytest.approx([1 / 3, 2 / 3]) and km.tail == 0.0
+    # no censoring: the plain empirical distribution
+    plain = SizeEstimate.kaplan_meier(np.array([1.0, 2.0, 3.0]), np.array([]))
+    assert plain.masses == pytest.approx([1 / 3] * 3)
+    # a job running longer than any that ended leaves mass beyond them:
+    # at 1, two at risk (S = 1/2); nothing ends after
+    longer = SizeEstimate.kaplan_meier(np.array([1.0]), np.array([5.0]))
+    assert longer.masses == pytest.approx([0.5]) and longer.tail == pytest.approx(0.5)
+    rng = np.random.default_rng(0)
+    assert {km.draw_above(2.0, rng) for _ in range(20)} == {3.0}  # only 3 exceeds 2
+    draws = [km.draw_above(0.5, rng) for _ in range(3000)]
+    assert np.mean(np.array(draws) == 3.0) == pytest.approx(2 / 3, abs=0.03)
+    # beyond every size seen to end: twice the larger of the work done and that size
+    assert longer.draw_above(7.0, rng) == 14.0
+    assert {longer.draw_above(0.0, rng) for _ in range(50)} == {1.0, 2.0}
+    empty = SizeEstimate.kaplan_meier(np.array([]), np.array([4.0]))
+    assert empty.draw_above(4.0, rng) == 8.0
