@@ -24,7 +24,9 @@ workload itself:
   a random generator seeded by the policy's seed (``sizes="km"``: from the
   Kaplan-Meier estimate that also counts every unfinished job as a size
   known to exceed its done work; finished jobs alone are biased short).
-  Future arrivals are never read.
+  Future arrivals are never read (``future="repeat"`` stands the window's
+  jobs in for them once more, as load: a replay that drains flatters a
+  policy that defers long jobs).
 
 A candidate that takes over mid-run is ``reset`` on the current state (the
 heuristics rebuild their view of the running and waiting jobs from it).
@@ -48,6 +50,9 @@ from ddl_gym.traces import Trace
 Factory = Callable[[], Any]
 CRITERIA = ("so_far", "full", "both")
 SIZE_MODELS = ("finished", "km")
+FUTURE_MODELS = ("none", "repeat")
+# the job-id suffix of a replayed job's stand-in for a future arrival
+NEXT = "~next"
 
 
 @dataclass
@@ -112,6 +117,12 @@ class ReplayPortfolio:
     # done): on the train split "finished" draws came out at 0.3-0.8x the
     # true sizes (geometric mean), which flatters Tiresias' short-first order
     sizes: str = "finished"
+    # what arrives after the present in a replay: "none" (the replay drains,
+    # which flatters a policy that defers long jobs: with no new short jobs
+    # they run anyway); "repeat": the window's jobs once more, shifted to
+    # arrive from the present on, as load only (the scores are of the
+    # replayed jobs that did arrive)
+    future: str = "none"
     name: str = "portfolio"
     choices: list[Choice] = field(default_factory=list, repr=False)
 
@@ -123,6 +134,8 @@ class ReplayPortfolio:
                 raise ValueError(f"{key} must be >= 1, got {getattr(self, key)}")
         if not self.growth >= 1.0:
             raise ValueError(f"growth must be >= 1, got {self.growth}")
+        if self.future not in FUTURE_MODELS:
+            raise ValueError(f"future must be one of {FUTURE_MODELS}, got {self.future!r}")
         if self.sizes not in SIZE_MODELS:
             raise ValueError(f"sizes must be one of {SIZE_MODELS}, got {self.sizes!r}")
         if self.criterion not in CRITERIA:
@@ -243,6 +256,15 @@ class ReplayPortfolio:
                     total_s = float(self._rng.choice(larger)) if len(larger) else 2.0 * done_s
                 iterations = max(total_s / j.t_compute, done, 1.0)
             rows.append((j.job_id, j.arrival, j.gpus, j.model, math.ceil(iterations), j.t_compute))
+        if self.future == "repeat" and len(recent) > 1:
+            # the window again, from one mean gap after the present on
+            first, last = recent[0].arrival, recent[-1].arrival
+            shift = view.now - first + (last - first) / (len(recent) - 1)
+            size = {row[0]: row[4] for row in rows}
+            rows += [
+                (j.job_id + NEXT, j.arrival + shift, j.gpus, j.model, size[j.job_id], j.t_compute)
+                for j in recent
+            ]
         jobs = pd.DataFrame(
             rows, columns=["job_id", "arrival_s", "gpus", "model", "iterations", "iter_time_s"]
         )
@@ -317,8 +339,9 @@ def replay_scores(
     run_policy(engine, policy, pause_gc=False)
     # every replayed job arrived by ``now``: its time in the system up to then
     # follows from its end, so one run to the end gives both scores
-    ends = np.array([j.end for j in engine.jobs])
-    arrivals = np.array([j.arrival for j in engine.jobs])
+    scored = [j for j in engine.jobs if not j.job_id.endswith(NEXT)]  # stand-ins are load only
+    ends = np.array([j.end for j in scored])
+    arrivals = np.array([j.arrival for j in scored])
     so_far = float(np.mean(np.minimum(ends, now) - arrivals))
     return ReplayScore(so_far, float(np.mean(ends - arrivals)))
 

@@ -92,21 +92,29 @@ def test_an_unfinished_jobs_true_size_is_not_read(case, sizes):
     assert second.choices[0].full_s == first.choices[0].full_s
 
 
-def test_the_replay_keeps_known_sizes_and_draws_the_others_above_the_work_done(case):
-    from ddl_gym.engine import EngineView, Status, Wait
+def _two_hours_of_gandiva(case):
+    from ddl_gym.engine import EngineView, Wait
 
-    trace = case.workload.build(0)
-    p = make()
-    engine = Engine(trace, case.cluster(), congestion=case.congestion, **p.engine_kwargs())
+    engine = Engine(
+        case.workload.build(0), case.cluster(), congestion=case.congestion, **make().engine_kwargs()
+    )
     view = EngineView(engine)
-    agent = make_policy("gandiva")
-    agent.reset(view)
-    while engine.now < 2 * 3600 and not engine.done:  # two hours of Gandiva
-        a = agent.act(view)
+    gandiva = make_policy("gandiva")
+    gandiva.reset(view)
+    while engine.now < 2 * 3600 and not engine.done:
+        a = gandiva.act(view)
         if isinstance(a, Wait):
             engine.advance()
         else:
             engine.apply(a)
+    return engine, view
+
+
+def test_the_replay_keeps_known_sizes_and_draws_the_others_above_the_work_done(case):
+    from ddl_gym.engine import Status
+
+    engine, view = _two_hours_of_gandiva(case)
+    p = make()
     p.reset(view, seed=0)
     replay = p.replay_trace(view).jobs.set_index("job_id")
     by_id = {j.job_id: j for j in engine.jobs}
@@ -121,6 +129,54 @@ def test_the_replay_keeps_known_sizes_and_draws_the_others_above_the_work_done(c
             assert row["iterations"] >= job.progress
     in_system = {j.job_id for j in engine.jobs if j.status in (Status.PENDING, Status.RUNNING)}
     assert in_system <= set(replay.index)
+
+
+def test_future_repeat_adds_the_window_once_more_after_the_present(case):
+    """future="repeat": the replay as without it, plus a stand-in for every
+    job of the window, shifted by one constant to arrive after the present,
+    with its original's GPUs, model and (known or drawn) size."""
+    from ddl_gym.agents.portfolio import NEXT
+
+    _, view = _two_hours_of_gandiva(case)
+    plain, repeat = make(window_jobs=30), make(future="repeat", window_jobs=30)
+    plain.reset(view, seed=0)
+    repeat.reset(view, seed=0)
+    base = plain.replay_trace(view).jobs
+    both = repeat.replay_trace(view).jobs
+    stand_ins = both[both["job_id"].str.endswith(NEXT)]
+    assert both[~both["job_id"].str.endswith(NEXT)].reset_index(drop=True).equals(base)
+    window = base.sort_values("arrival_s").tail(len(stand_ins))
+    assert len(stand_ins) == 30 and set(stand_ins["job_id"]) == {i + NEXT for i in window["job_id"]}
+    originals = base.set_index("job_id").loc[[i[: -len(NEXT)] for i in stand_ins["job_id"]]]
+    shift = stand_ins["arrival_s"].to_numpy() - originals["arrival_s"].to_numpy()
+    assert np.allclose(shift, shift[0]) and (stand_ins["arrival_s"] > view.now).all()
+    for col in ("gpus", "model", "iterations", "iter_time_s"):
+        assert stand_ins[col].tolist() == originals[col].tolist()
+
+
+def test_stand_ins_are_load_not_scored():
+    """Job a (1 GPU, 1 h) from 0; a stand-in x for the whole 16-GPU cluster
+    at 100 s; b (1 GPU, 1 h) at 0.5 h. FIFO: x waits for a (until 1 h),
+    then does its 3,600 one-second iterations over 16 GPUs in 225 s; b waits
+    behind x and runs 3,825-7,425 s (JCT 5,625 s). Scored: a and b only."""
+    from ddl_gym.agents.portfolio import NEXT
+
+    jobs = pd.DataFrame(
+        {
+            "job_id": ["a", "x" + NEXT, "b"],
+            "arrival_s": [0.0, 100.0, 1800.0],
+            "gpus": [1, 16, 1],
+            "model": ["resnet50"] * 3,
+            "iterations": [3600] * 3,
+            "iter_time_s": [1.0] * 3,
+        }
+    )
+    trace = Trace("stand-in", jobs)
+    score = replay_scores(
+        trace, Engine(trace, "2x2x4"), make_policy("fifo"), {"restore_s_per_gpu": 0.0}, 2700.0
+    )
+    assert score.so_far_s == pytest.approx((2700.0 + 900.0) / 2)
+    assert score.full_s == pytest.approx((3600.0 + 5625.0) / 2)
 
 
 def test_replay_scores_by_hand():
@@ -169,6 +225,8 @@ def test_bad_settings_are_refused():
         ReplayPortfolio(factory, "agent", {})
     with pytest.raises(ValueError, match="margin"):
         ReplayPortfolio(factory, "fifo", {}, margin=1.0)
+    with pytest.raises(ValueError, match="future"):
+        ReplayPortfolio(factory, "fifo", {}, future="oracle")
     with pytest.raises(ValueError, match="sizes"):
         ReplayPortfolio(factory, "fifo", {}, sizes="oracle")
     with pytest.raises(ValueError, match="every_jobs"):
