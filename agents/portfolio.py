@@ -115,7 +115,7 @@ class ReplayPortfolio:
     # known to exceed their done work. Finished jobs are biased short (a
     # long job is still running when short ones that arrived with it are
     # done): on the train split "finished" draws came out at 0.29-0.86x the
-    # true sizes (geometric mean per case), "km" at 0.46-1.36x with 8 of 12
+    # true sizes (geometric mean per case), "km" at 0.46-1.36x with 7 of 12
     # cases within 20 % (scripts/portfolio_size_bias.py). "finished" stays
     # the default: "km" chose no better (docs/agents.md, "Replay fidelity")
     sizes: str = "finished"
