@@ -231,14 +231,11 @@ class ReplayPortfolio:
         job in the system, sizes known or drawn (see the module docstring)."""
         arrived = [j for j in view.jobs if j.status != Status.FUTURE]
         recent = sorted(arrived, key=lambda j: (j.arrival, j.index))[-self.window_jobs :]
-        chosen = {j.index: j for j in recent}
-        for j in arrived:
-            if j.status in (Status.PENDING, Status.RUNNING):
-                chosen[j.index] = j
+        unfinished = [j for j in arrived if j.status in (Status.PENDING, Status.RUNNING)]
+        chosen = {j.index: j for j in (*recent, *unfinished)}
         finished = np.sort(
             np.array([j.iterations * j.t_compute for j in arrived if j.status == Status.DONE])
         )
-        unfinished = [j for j in arrived if j.status in (Status.PENDING, Status.RUNNING)]
         done_it = {j.index: done_iterations(view, j) for j in unfinished}
         km = None
         if self.sizes == "km":
