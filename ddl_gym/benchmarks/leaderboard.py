@@ -180,8 +180,7 @@ def build_report(
     for case in cases:
         c = cards[cards["case"] == case].set_index("policy")
         c = c.assign(normalised=c["mean_jct_s"] / baseline[case])
-        # ties (policies with the very same runs) in name order, whatever else is on the page
-        c = c.iloc[np.lexsort((c.index.to_numpy(dtype=str), c["normalised"].to_numpy()))]
+        c = stats.by_score_then_name(c, c["normalised"], c.index)
         frame = pd.DataFrame(
             {
                 "policy": [_label(p) for p in c.index],

@@ -199,6 +199,14 @@ def interval_estimates(
 
 
 # -- tables ------------------------------------------------------------------------------
+def by_score_then_name(
+    frame: pd.DataFrame, score: pd.Series, names: pd.Index | pd.Series
+) -> pd.DataFrame:
+    """``frame``'s rows by ``score``, ties (policies with the very same
+    runs) in ``names`` order: a table keeps one order whatever else is on it."""
+    return frame.iloc[np.lexsort((names.to_numpy(dtype=str), score.to_numpy()))]
+
+
 def aggregate_table(
     matrices: Mapping[str, np.ndarray], reps: int = REPS
 ) -> tuple[pd.DataFrame, str]:
@@ -214,7 +222,7 @@ def aggregate_table(
             row[f"{key} hi"] = float(cis[policy][1][i])
         rows.append(row)
     frame = pd.DataFrame(rows)
-    frame = frame.iloc[np.lexsort((frame["policy"].to_numpy(dtype=str), frame["IQM"].to_numpy()))]
+    frame = by_score_then_name(frame, frame["IQM"], frame["policy"])
     return frame.reset_index(drop=True), method
 
 
