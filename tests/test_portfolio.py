@@ -131,6 +131,24 @@ def test_the_replay_keeps_known_sizes_and_draws_the_others_above_the_work_done(c
     assert in_system <= set(replay.index)
 
 
+def _hour_jobs(ids: list[str], arrivals: list[float], gpus: list[int]) -> Trace:
+    """resnet50 jobs of 3,600 one-second iterations (1 h on one GPU)."""
+    n = len(ids)
+    return Trace(
+        "by-hand",
+        pd.DataFrame(
+            {
+                "job_id": ids,
+                "arrival_s": arrivals,
+                "gpus": gpus,
+                "model": ["resnet50"] * n,
+                "iterations": [3600] * n,
+                "iter_time_s": [1.0] * n,
+            }
+        ),
+    )
+
+
 def test_future_repeat_adds_the_window_once_more_after_the_present(case):
     """future="repeat": the replay as without it, plus a stand-in for every
     job of the window, shifted by one constant to arrive after the present,
@@ -161,17 +179,7 @@ def test_stand_ins_are_load_not_scored():
     behind x and runs 3,825-7,425 s (JCT 5,625 s). Scored: a and b only."""
     from ddl_gym.agents.portfolio import NEXT
 
-    jobs = pd.DataFrame(
-        {
-            "job_id": ["a", "x" + NEXT, "b"],
-            "arrival_s": [0.0, 100.0, 1800.0],
-            "gpus": [1, 16, 1],
-            "model": ["resnet50"] * 3,
-            "iterations": [3600] * 3,
-            "iter_time_s": [1.0] * 3,
-        }
-    )
-    trace = Trace("stand-in", jobs)
+    trace = _hour_jobs(["a", "x" + NEXT, "b"], [0.0, 100.0, 1800.0], [1, 16, 1])
     score = replay_scores(
         trace, Engine(trace, "2x2x4"), make_policy("fifo"), {"restore_s_per_gpu": 0.0}, 2700.0
     )
@@ -183,17 +191,7 @@ def test_replay_scores_by_hand():
     """Two 1-GPU jobs of 1 h, arriving at 0 and 0.5 h on a 16-GPU cluster:
     both run at once (one GPU each: no slowdown), so the mean JCT is 1 h;
     up to 0.75 h the first has spent 0.75 h and the second 0.25 h."""
-    jobs = pd.DataFrame(
-        {
-            "job_id": ["a", "b"],
-            "arrival_s": [0.0, 1800.0],
-            "gpus": [1, 1],
-            "model": ["resnet50", "resnet50"],
-            "iterations": [3600, 3600],
-            "iter_time_s": [1.0, 1.0],
-        }
-    )
-    trace = Trace("two", jobs)
+    trace = _hour_jobs(["a", "b"], [0.0, 1800.0], [1, 1])
     real = Engine(trace, "2x2x4")
     settings = {"restore_s_per_gpu": 0.0}
     score = replay_scores(trace, real, make_policy("fifo"), settings, now=2700.0)
