@@ -59,6 +59,16 @@ def load_model(path: str | Path, algo: str, policy: str = "mlp") -> Any:
     raise ValueError(f"unknown algo {algo!r}")
 
 
+def masked_logits(model: Any, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The model's action logits for one flat observation; -inf where masked."""
+    policy = model.policy
+    with th.no_grad():
+        x = th.as_tensor(obs, dtype=th.float32).unsqueeze(0)
+        features = policy.extract_features(x, policy.pi_features_extractor)
+        logits = policy.action_net(policy.mlp_extractor.forward_actor(features))[0].numpy()
+    return np.where(mask, logits, -np.inf)
+
+
 class AgentPolicy:
     """A trained actor-critic acting on an engine view.
 
@@ -89,6 +99,10 @@ class AgentPolicy:
         self._builder: ObsBuilder | SetObsBuilder | None = None
         self._rng = np.random.default_rng(0)
         self._repack = RepackWhenIdle() if getattr(env, "repack_idle", False) else None
+
+    def fresh(self) -> AgentPolicy:
+        """A new policy on the same model(s) and settings (its own state)."""
+        return AgentPolicy(self.model, self.config, self.name, self.deterministic)
 
     def engine_kwargs(self) -> dict[str, Any]:
         """Engine settings the agent was trained under (congestion is the scenario's)."""
@@ -140,12 +154,7 @@ class AgentPolicy:
 
     def choose(self, obs: np.ndarray, mask: np.ndarray) -> int:
         """Masked argmax (or sample) of the policy's action logits."""
-        policy = self.model.policy
-        with th.no_grad():
-            x = th.as_tensor(obs, dtype=th.float32).unsqueeze(0)
-            features = policy.extract_features(x, policy.pi_features_extractor)
-            logits = policy.action_net(policy.mlp_extractor.forward_actor(features))[0].numpy()
-        logits = np.where(mask, logits, -np.inf)
+        logits = masked_logits(self.model, obs, mask)
         if self.deterministic:
             return int(np.argmax(logits))
         p = np.exp(logits - logits.max())

@@ -37,7 +37,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -46,6 +47,9 @@ from ddl_gym.engine import Action, EngineView, Job, Status
 from ddl_gym.engine.engine import Engine
 from ddl_gym.engine.simulate import run_policy
 from ddl_gym.traces import Trace
+
+if TYPE_CHECKING:
+    from ddl_gym.agents.policy import AgentPolicy
 
 Factory = Callable[[], Any]
 CRITERIA = ("so_far", "full", "both")
@@ -348,21 +352,19 @@ def replay_scores(
 # -- the shipped portfolio -------------------------------------------------------------
 def make(
     heuristics: Sequence[str] = ("tiresias", "gandiva"),
-    model: str | None = None,
+    model: str | Path | AgentPolicy | None = None,
     **kwargs: Any,
 ) -> ReplayPortfolio:
-    """The shipped agent (or ``model``) and ``heuristics``, under the agent's
-    engine settings; ``kwargs`` set ``ReplayPortfolio``'s fields.
+    """The shipped agent (or ``model``: a saved model's path or a loaded
+    ``AgentPolicy``, e.g. a ``CheckpointEnsemble``) and ``heuristics``, under
+    the agent's engine settings; ``kwargs`` set ``ReplayPortfolio``'s fields.
     ``ddl-gym benchmark evaluate --policy ddl_gym.agents.portfolio:make``."""
     from ddl_gym.agents.policy import DEFAULT_MODEL, AgentPolicy, load_policy
     from ddl_gym.baselines import make_policy
 
-    agent = load_policy(model or DEFAULT_MODEL)
+    agent = model if isinstance(model, AgentPolicy) else load_policy(model or DEFAULT_MODEL)
 
-    def fresh_agent() -> AgentPolicy:
-        return AgentPolicy(agent.model, agent.config, name=agent.name)
-
-    candidates: dict[str, Factory] = {"agent": fresh_agent}
+    candidates: dict[str, Factory] = {"agent": agent.fresh}
     for h in heuristics:
         candidates[h] = lambda h=h: make_policy(h)
     return ReplayPortfolio(candidates, "agent", agent.engine_kwargs(), **kwargs)
