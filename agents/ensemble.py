@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from ddl_gym.agents.config import TrainConfig
 from ddl_gym.agents.policy import AgentPolicy, config_path, load_model, masked_logits
+from ddl_gym.agents.threads import one_thread
 
 
 class CheckpointEnsemble(AgentPolicy):
@@ -67,6 +68,7 @@ def load_ensemble(
     ``config`` (a training config file; default: the first checkpoint's,
     as ``load_policy`` finds it). Each member's own config must match it in
     everything but the run-time rules (``RUN_TIME_RULES``)."""
+    one_thread()  # as load_policy: torch's one thread per core slows a 2-core box 10x
     if not paths:
         raise ValueError("load_ensemble: no checkpoint paths given")
     config_file = Path(config) if config is not None else config_path(paths[0])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import numpy as np
@@ -69,7 +70,11 @@ def test_members_must_share_the_settings_but_the_run_time_rules_come_from_the_co
 
     plain = _copy(tmp_path, "plain", repack_idle=False, min_run_s=None)
     ruled = _copy(tmp_path, "ruled", repack_idle=True, min_run_s=600.0)
+    torch = pytest.importorskip("torch")
+    torch.set_num_threads(2)
     vote = load_ensemble([plain, plain], config=tmp_path / "ruled.json")
+    # as load_policy: one torch thread per process (or the count the user set)
+    assert torch.get_num_threads() == int(os.environ.get("DDL_GYM_TORCH_THREADS", "1"))
     assert isinstance(vote._repack, RepackWhenIdle)
     assert vote.config.env.min_run_s == 600.0
     assert load_ensemble([plain, ruled])._repack is None  # the first one's config
