@@ -19,7 +19,13 @@ from typing import Any
 
 import numpy as np
 from ddl_gym.agents.config import TrainConfig
-from ddl_gym.agents.policy import AgentPolicy, config_path, load_model, masked_logits
+from ddl_gym.agents.policy import (
+    AgentPolicy,
+    action_probabilities,
+    config_path,
+    load_model,
+    masked_logits,
+)
 from ddl_gym.agents.threads import one_thread
 
 
@@ -45,9 +51,7 @@ class CheckpointEnsemble(AgentPolicy):
     def choose(self, obs: np.ndarray, mask: np.ndarray) -> int:
         probs = np.zeros(len(mask))
         for model in self.models:
-            logits = masked_logits(model, obs, mask)
-            p = np.exp(logits - logits.max())
-            probs += p / p.sum()
+            probs += action_probabilities(masked_logits(model, obs, mask))
         if self.deterministic:
             return int(np.argmax(probs))
         return int(self._rng.choice(len(probs), p=probs / probs.sum()))

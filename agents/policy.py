@@ -69,6 +69,12 @@ def masked_logits(model: Any, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.where(mask, logits, -np.inf)
 
 
+def action_probabilities(logits: np.ndarray) -> np.ndarray:
+    """Softmax of masked logits (0 where -inf)."""
+    p = np.exp(logits - logits.max())
+    return p / p.sum()
+
+
 class AgentPolicy:
     """A trained actor-critic acting on an engine view.
 
@@ -157,8 +163,8 @@ class AgentPolicy:
         logits = masked_logits(self.model, obs, mask)
         if self.deterministic:
             return int(np.argmax(logits))
-        p = np.exp(logits - logits.max())
-        return int(self._rng.choice(len(p), p=p / p.sum()))
+        p = action_probabilities(logits)
+        return int(self._rng.choice(len(p), p=p))
 
     def _decode(self, builder: ObsBuilder | SetObsBuilder, a: int) -> Action:
         K = self.config.env.K
