@@ -10,6 +10,7 @@ on the quick sub-suite.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 
@@ -26,6 +27,7 @@ from ddl_gym.perf import Level
 # Changing a case of a suite changes its hash: add a new suite version instead.
 PINNED = {
     "ddl-gym-v1": "550a8aa77543713fbe74c3f93c74541ed90b4953961b838752471dd9ba434228",
+    "ddl-gym-v2": "d16834e32a498033f4cc5b002b8d2989525ea0961ed6f3a32fc044218584c7f2",
 }
 MIN_SPREAD = 0.10  # worst / best non-oracle heuristic mean JCT - 1
 MIN_NETWORK_EFFECT = 0.05  # comm / compute of multi-server jobs, largest over heuristics
@@ -55,10 +57,11 @@ def test_v1_covers_families_shapes_and_congestion():
     assert len(names) == len(set(names))
 
 
-def test_splits_are_disjoint_per_source():
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_splits_are_disjoint_per_source(name):
     """Time-split sources: train, validation and test parts do not overlap;
     file-split sources: no file is in two splits; generator seeds differ."""
-    suite = get_suite("ddl-gym-v1")
+    suite = get_suite(name)
     by_source: dict[str, dict[str, set]] = {}
     for c in suite.cases:
         w = c.workload
@@ -83,6 +86,28 @@ def test_splits_are_disjoint_per_source():
                 assert p1[1] <= p2[0], (source, p1, p2)
 
 
+def test_v2_is_v1_with_a_larger_validation_split():
+    """Train, test and quick cases are v1's, so v1's test records hold for v2;
+    validation keeps v1's cases (10 seeds each) and adds cases of every
+    validation source only, on shapes and congestion v1's validation lacks."""
+    v1, v2 = get_suite("ddl-gym-v1"), get_suite("ddl-gym-v2")
+    for split in ("train", "test"):
+        assert v2.select(split) == v1.select(split), split
+    assert v2.quick == v1.quick
+    val1, val2 = v1.select("validation"), v2.select("validation")
+    assert all(c.seeds == tuple(range(10)) for c in val2)
+    kept = val2[: len(val1)]
+    assert [dataclasses.replace(c, seeds=(0, 1, 2)) for c in kept] == list(val1)
+    sources = {(c.workload.source, c.workload.part, c.workload.seed_offset) for c in val1}
+    added = val2[len(val1) :]
+    assert len(added) == 5
+    for c in added:
+        assert (c.workload.source, c.workload.part, c.workload.seed_offset) in sources, c.name
+    regimes = {(c.shape, c.congestion) for c in val1}
+    assert regimes.isdisjoint({(c.shape, c.congestion) for c in added})
+    assert min(c.cluster().num_gpus for c in added) == 16  # a small cluster, as tiresias-60's
+
+
 def test_time_parts_share_no_job(data_dir):
     suite = get_suite("ddl-gym-v1")
     ids = {}
@@ -99,13 +124,13 @@ def _full(request) -> bool:
     return bool(request.config.getoption("--golden-full") or os.environ.get("DDL_GYM_BENCH_FULL"))
 
 
-def _check_discriminates(cases) -> list[str]:
+def _check_discriminates(cases, suite: str = "ddl-gym-v1", seeds=None) -> list[str]:
     bad = []
     for case in cases:
         jct, net = {}, 0.0
         for h in HEURISTICS:
-            scores = evaluate(h, cases=[case.name], quick=case.name.startswith("quick"),
-                              progress=False)  # fmt: skip
+            scores = evaluate(h, suite=suite, split=case.split, cases=[case.name], seeds=seeds,
+                              quick=case.name.startswith("quick"), progress=False)  # fmt: skip
             jct[h] = scores.records["mean_jct_s"].mean()
             net = max(net, scores.records["multi_server_comm_overhead"].max())
         spread = max(jct.values()) / min(jct.values()) - 1
@@ -122,6 +147,13 @@ def test_every_test_case_discriminates(data_dir, request):
     if not _full(request):
         pytest.skip("whole test split: run with --golden-full or DDL_GYM_BENCH_FULL=1")
     assert _check_discriminates(get_suite("ddl-gym-v1").select("test")) == []
+
+
+def test_every_v2_validation_case_discriminates(data_dir, request):
+    if not _full(request):
+        pytest.skip("whole validation split: run with --golden-full or DDL_GYM_BENCH_FULL=1")
+    cases = get_suite("ddl-gym-v2").select("validation")
+    assert _check_discriminates(cases, "ddl-gym-v2", seeds=[0]) == []
 
 
 # -- evaluate ----------------------------------------------------------------------------

@@ -298,7 +298,53 @@ def _v1() -> Suite:
     return Suite("ddl-gym-v1", cases, quick)
 
 
-SUITES = {"ddl-gym-v1": _v1}
+# -- ddl-gym-v2 ------------------------------------------------------------------
+_V2_SEEDS = tuple(range(10))
+
+
+def _v2() -> Suite:
+    """``ddl-gym-v1`` with a larger validation split; train, test and quick
+    cases are v1's, unchanged (so v1's test records and cards hold for v2).
+
+    Validation: v1's five cases plus five more, each built only from
+    validation data (Pollux workload 5, Philly and Alibaba jobs [60%, 75%),
+    the 75jobsPday seed file, synthetic seeds 500..) and put in a shape and
+    congestion v1's validation lacks: two 16-GPU clusters (Tiresias best on
+    Philly's jobs, Dally on Alibaba's, as on ``tiresias-60@pcie16``'s shape),
+    the seed's 64-GPU fabric under heavy congestion (Tiresias best), and
+    128 GPUs with no congestion / heavy (Gandiva best). Every validation
+    case runs 10 seeds, not 3: on v1's five cases, choices 0.01 apart flipped
+    between seeds 0-2 and 3-9 (docs/agents.md, "How noisy that choice was").
+    Loads chosen as v1's (busy load 0.9 at seed 0)."""
+    v1 = _v1()
+    seed, pcie, v100 = "seed", "pcie_25gbe", "v100_nvlink_100gbe"
+    W = Workload
+    syn = {"source": SYNTHETIC, "synthetic": _SYNTHETIC}
+    extra = (
+        _case("pollux-5@seed64", "pollux", "validation",
+              W(_POLLUX + "5.csv", arrival_scale=0.403),
+              "4x2x8", seed, "heavy", _BY_FILE_POLLUX),
+        _case("philly-val@pcie16", "philly", "validation",
+              W(_PHILLY, part=(0.6, 0.75), arrival_scale=0.0263),
+              "2x2x4", pcie, "moderate", _BY_TIME),
+        _case("alibaba-val@pcie16", "alibaba", "validation",
+              W(_ALIBABA, part=(0.6, 0.75), arrival_scale=2.27),
+              "2x2x4", pcie, "moderate", _BY_TIME),
+        _case("synthetic-val@v100x128", "synthetic", "validation",
+              W(**syn, seed_offset=500, arrival_scale=0.233),
+              "4x4x8", v100, "none", _BY_SEED),
+        _case("seed-75jobsPday@v100x128", "seed", "validation",
+              W(_SEED + "poisson-75jobsPday.json", arrival_scale=2.89),
+              "4x4x8", v100, "heavy", _BY_FILE_SEED),
+    )  # fmt: skip
+    validation = tuple(
+        dataclasses.replace(c, seeds=_V2_SEEDS) for c in (*v1.select("validation"), *extra)
+    )
+    cases = (*v1.select("test"), *validation, *v1.select("train"))
+    return Suite("ddl-gym-v2", cases, v1.quick)
+
+
+SUITES = {"ddl-gym-v1": _v1, "ddl-gym-v2": _v2}
 
 
 def get_suite(name: str = "ddl-gym-v1") -> Suite:
