@@ -32,14 +32,16 @@ from ddl_gym.benchmarks.stats import aggregate_table, baseline_jct, iqm, normali
 from ddl_gym.cli.common import CliError, parse_seeds
 
 
-def _factory(path: str | Path, portfolio: bool = False) -> Any:
+def _factory(
+    path: str | Path, portfolio: bool = False, options: Mapping[str, Any] | None = None
+) -> Any:
     """A zero-argument factory (``resolve_policy`` calls it once per run):
     the model, or with ``portfolio`` the replay portfolio around it
-    (``agents.portfolio.make``)."""
+    (``agents.portfolio.make``, ``options`` its ``ReplayPortfolio`` fields)."""
     if portfolio:
         from ddl_gym.agents.portfolio import make
 
-        return lambda: make(model=str(path))
+        return lambda: make(model=str(path), **(options or {}))
     from ddl_gym.agents.policy import load_policy
 
     return lambda: load_policy(path)
@@ -53,12 +55,13 @@ def model_records(
     out_dir: Path,
     seeds: Sequence[int] | None = None,
     portfolio: bool = False,
+    options: Mapping[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Every training seed's runs, pooled: ``seed`` = 100 * model index + case seed."""
     frames = []
     for i, path in enumerate(paths):
         rec = evaluate(
-            _factory(path, portfolio),
+            _factory(path, portfolio, options),
             suite=suite,
             split=split,
             seeds=seeds,
@@ -80,6 +83,7 @@ def report(
     reps: int = 2000,
     seeds: Sequence[int] | None = None,
     portfolios: Sequence[str] = (),
+    portfolio_options: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Scores of ``models`` (name -> model paths, one per training seed) and
     of the policies ``also`` on ``split``; the heuristics' records are read
@@ -87,7 +91,9 @@ def report(
     ``seeds``: every case on these seeds instead of its own (more runs per
     validation case, say); the records then go to ``split_seeds_...``
     folders, apart from the leaderboard's. ``portfolios``: the names in
-    ``models`` to run inside the replay portfolio (``agents.portfolio``)."""
+    ``models`` to run inside the replay portfolio (``agents.portfolio``),
+    with ``portfolio_options`` (its ``ReplayPortfolio`` fields, e.g.
+    ``{"warmup_jobs": 10}``) if given."""
     folder = split if seeds is None else f"{split}_seeds_" + "_".join(str(s) for s in seeds)
     root = Path(out_dir) / suite / folder
     heur = run_policies(
@@ -112,6 +118,7 @@ def report(
                 Path(out_dir) / "models" / folder,
                 seeds,
                 portfolio=name in portfolios,
+                options=portfolio_options,
             )
         )
     records = pd.concat(frames, ignore_index=True)
@@ -172,6 +179,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="NAME=PATH[,PATH...]: those models inside the replay portfolio (agents.portfolio)",
     )
     ap.add_argument(
+        "--portfolio-options",
+        type=json.loads,
+        help="the portfolios' ReplayPortfolio fields as JSON, e.g. '{\"warmup_jobs\": 10}'",
+    )
+    ap.add_argument(
         "--seeds", help="comma-separated seeds, a-b ranges allowed (default: each case's)"
     )
     args = ap.parse_args(argv)
@@ -184,7 +196,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     models.update(portfolios)
     also = [p for p in args.also.split(",") if p]
     result = report(
-        models, args.suite, args.split, also=also, seeds=seeds, portfolios=list(portfolios)
+        models,
+        args.suite,
+        args.split,
+        also=also,
+        seeds=seeds,
+        portfolios=list(portfolios),
+        portfolio_options=args.portfolio_options,
     )
     text = json.dumps(result, indent=1)
     if args.out:

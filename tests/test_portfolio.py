@@ -243,6 +243,16 @@ def test_the_benchmark_knows_the_portfolio_by_name():
     assert policy.engine_kwargs() == make().engine_kwargs()
 
 
+def test_suite_report_passes_its_portfolio_options():
+    from ddl_gym.agents.policy import DEFAULT_MODEL
+    from ddl_gym.agents.suite_report import _factory
+
+    policy = _factory(DEFAULT_MODEL, portfolio=True, options={"warmup_jobs": 7, "margin": 0.2})()
+    assert isinstance(policy, ReplayPortfolio)
+    assert (policy.warmup_jobs, policy.margin) == (7, 0.2)
+    assert policy.every_jobs == make().every_jobs  # the rest as shipped
+
+
 def test_with_several_draws_a_switch_needs_the_margin_in_every_draw():
     """Draws are paired (draw d of every candidate replays the same sizes):
     a candidate 20 % better in one draw but only 5 % in the other stays out."""
