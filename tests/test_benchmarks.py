@@ -102,7 +102,7 @@ def test_v2_is_v1_with_a_larger_validation_split():
         for c, c1 in zip(kept, val1, strict=True)
     ]
     assert same == list(val1)
-    assert "validation 500-509" in get_suite("ddl-gym-v2").case("synthetic-val@xrack512").disjoint
+    assert "validation 500-509" in v2.case("synthetic-val@xrack512").disjoint
     sources = {(c.workload.source, c.workload.part, c.workload.seed_offset) for c in val1}
     added = val2[len(val1) :]
     assert len(added) == 5
