@@ -232,6 +232,37 @@ def test_bad_settings_are_refused():
     assert np.isfinite(ReplayPortfolio(factory, "fifo", {}).margin)
 
 
+def _selection_arrivals(trace: Trace, warmup: int, gap) -> list[int]:
+    """The arrival counts at which a selection is due, from the trace alone:
+    the first arrival instant at which the count reaches the next threshold."""
+    counts = trace.jobs["arrival_s"].value_counts().sort_index().cumsum().to_numpy()
+    due, at = [], warmup
+    for n in counts:
+        if n >= at:
+            due.append(int(n))
+            at = n + gap(int(n))
+    return due
+
+
+def test_max_every_jobs_caps_the_gap_between_selections(case):
+    """Geometric growth spaces selections out (x2 here); the cap keeps them at
+    most ``max_every_jobs`` arrivals apart, late in the trace too."""
+    trace = case.workload.build(0)
+    factories = {n: (lambda n=n: make_policy(n)) for n in ("fifo", "tiresias")}
+    settings = dict(warmup_jobs=10, every_jobs=10, growth=2.0)
+    free = ReplayPortfolio(factories, "fifo", {}, **settings)
+    capped = ReplayPortfolio(factories, "fifo", {}, **settings, max_every_jobs=25)
+    _run(case, trace, free)
+    _run(case, trace, capped)
+    got_free = [c.arrivals for c in free.choices]
+    got_capped = [c.arrivals for c in capped.choices]
+    assert got_free == _selection_arrivals(trace, 10, lambda n: max(10, n))
+    assert got_capped == _selection_arrivals(trace, 10, lambda n: min(max(10, n), 25))
+    assert len(got_capped) > len(got_free) and got_capped[-1] >= len(trace) - 25
+    with pytest.raises(ValueError, match="max_every_jobs"):
+        ReplayPortfolio(factories, "fifo", {}, every_jobs=20, max_every_jobs=10)
+
+
 def test_the_benchmark_knows_the_portfolio_by_name():
     from ddl_gym.benchmarks.policies import resolve_policy
 
