@@ -8,10 +8,12 @@ Tiresias on small clusters of short jobs (Pollux at 64 GPUs, Tiresias' own
 regime a cluster is in shows in its jobs, so the portfolio asks the
 workload itself:
 
-* every ``every_jobs`` arrivals (after the first ``warmup_jobs``; the agent
-  acts before that) it builds a *replay*: the last ``window_jobs`` jobs that
-  arrived plus every job still in the system, at their true arrival times,
-  on the same cluster, congestion and engine settings;
+* after the first ``warmup_jobs`` arrivals (the agent acts before that),
+  and then after max(``every_jobs``, ``growth`` - 1 times the arrivals so
+  far) more (at most ``max_every_jobs`` when set), it builds a *replay*:
+  the last ``window_jobs`` jobs that arrived plus every job still in the
+  system, at their true arrival times, on the same cluster, congestion and
+  engine settings;
 * it runs each candidate on that replay from an empty cluster and scores
   it twice: the replayed jobs' mean time in the system up to the present,
   and their mean JCT once all are done; it switches to a candidate only if
