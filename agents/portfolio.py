@@ -10,7 +10,7 @@ workload itself:
 
 * after the first ``warmup_jobs`` arrivals (the agent acts before that),
   and then after max(``every_jobs``, ``growth`` - 1 times the arrivals so
-  far) more (at most ``max_every_jobs`` when set), it builds a *replay*:
+  far) more (at most ``max_every_jobs``, 40), it builds a *replay*:
   the last ``window_jobs`` jobs that arrived plus every job still in the
   system, at their true arrival times, on the same cluster, congestion and
   engine settings;
@@ -21,11 +21,12 @@ workload itself:
   favours Tiresias' least-attained-service order, whose cost in starved
   long jobs shows later; the full replay alone rests on drawn sizes);
 * it stays non-clairvoyant: a job that has finished replays its known size;
-  one still in the system replays a size drawn from the finished jobs' sizes
-  larger than the work it has done so far (twice that work if none is), with
-  a random generator seeded by the policy's seed (``sizes="km"``: from the
-  Kaplan-Meier estimate that also counts every unfinished job as a size
-  known to exceed its done work; finished jobs alone are biased short).
+  one still in the system replays a size larger than the work it has done
+  so far, drawn from the Kaplan-Meier estimate of job sizes that counts the
+  finished jobs and every unfinished one as a size known to exceed its done
+  work (beyond the largest size seen to end: twice that), with a random
+  generator seeded by the policy's seed (``sizes="finished"``: from the
+  finished jobs' sizes alone, which are biased short).
   Future arrivals are never read (``future="repeat"`` stands the window's
   jobs in for them once more, as load: a replay that drains flatters a
   policy that defers long jobs).
@@ -101,8 +102,10 @@ class ReplayPortfolio:
     # at most this many arrivals between selections (None: no cap). The
     # geometric schedule alone stops looking late in a trace: on a trace
     # whose last 14 % of arrivals bring 43 % of its work (philly-val@pcie16)
-    # the last selection came before them
-    max_every_jobs: int | None = None
+    # the last selection came before them. 40 with sizes="km" chosen on
+    # fresh validation seeds (docs/agents.md, "A confirmation on fresh
+    # validation seeds")
+    max_every_jobs: int | None = 40
     window_jobs: int = 400
     # switch only to a candidate whose replay scores are this much (relative)
     # below the active one's: equal scores on a light replay are no reason
@@ -127,9 +130,11 @@ class ReplayPortfolio:
     # long job is still running when short ones that arrived with it are
     # done): on the train split "finished" draws came out at 0.29-0.86x the
     # true sizes (geometric mean per case), "km" at 0.46-1.36x with 7 of 12
-    # cases within 20 % (scripts/portfolio_size_bias.py). "finished" stays
-    # the default: "km" chose no better (docs/agents.md, "Replay fidelity")
-    sizes: str = "finished"
+    # cases within 20 % (scripts/portfolio_size_bias.py). "km" alone chose
+    # no better (docs/agents.md, "Replay fidelity"); with the cap above it
+    # keeps a switch to Tiresias from starving a long job whose size the
+    # finished jobs understate (docs/agents.md, "The cap with Kaplan-Meier sizes")
+    sizes: str = "km"
     # what arrives after the present in a replay: "none" (the replay drains,
     # which flatters a policy that defers long jobs: with no new short jobs
     # they run anyway); "repeat": the window's jobs once more, shifted to

@@ -249,7 +249,9 @@ def test_max_every_jobs_caps_the_gap_between_selections(case):
     most ``max_every_jobs`` arrivals apart, late in the trace too."""
     trace = case.workload.build(0)
     factories = {n: (lambda n=n: make_policy(n)) for n in ("fifo", "tiresias")}
-    free = ReplayPortfolio(factories, "fifo", {}, warmup_jobs=10, every_jobs=10, growth=2.0)
+    free = ReplayPortfolio(
+        factories, "fifo", {}, warmup_jobs=10, every_jobs=10, growth=2.0, max_every_jobs=None
+    )
     capped = ReplayPortfolio(
         factories, "fifo", {}, warmup_jobs=10, every_jobs=10, growth=2.0, max_every_jobs=25
     )
