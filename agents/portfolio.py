@@ -24,9 +24,10 @@ workload itself:
   one still in the system replays a size larger than the work it has done
   so far, drawn from the Kaplan-Meier estimate of job sizes that counts the
   finished jobs and every unfinished one as a size known to exceed its done
-  work (beyond the largest size seen to end: twice that), with a random
-  generator seeded by the policy's seed (``sizes="finished"``: from the
-  finished jobs' sizes alone, which are biased short).
+  work (its mass beyond the largest size seen to end draws twice the larger
+  of that size and the job's done work), with a random generator seeded by
+  the policy's seed (``sizes="finished"``: from the finished jobs' sizes
+  alone, which are biased short).
   Future arrivals are never read (``future="repeat"`` stands the window's
   jobs in for them once more, as load: a replay that drains flatters a
   policy that defers long jobs).
