@@ -70,6 +70,16 @@ class EnvConfig:
     # Inference only: the agent may not preempt a job that has run less than
     # this long since it last started (a scheduling quantum). None: no limit.
     min_run_s: float | None = None
+    # Inference only: a job that fits in one rack is not placed across racks
+    # where its predicted slowdown there is above this factor (unless nothing
+    # else is possible; ``agents.shield.cross_rack_mask``). None: no limit.
+    cross_rack_guard: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.cross_rack_guard is not None and not self.cross_rack_guard >= 1.0:
+            raise ValueError(
+                f"env.cross_rack_guard is a slowdown factor (>= 1), got {self.cross_rack_guard}"
+            )
 
 
 @dataclass

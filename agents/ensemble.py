@@ -59,7 +59,7 @@ class CheckpointEnsemble(AgentPolicy):
 
 # the engine-side rules around the network (docs/agents.md, "Run-time rules"):
 # members saved during training lack them, the run's selected config has them
-RUN_TIME_RULES = ("repack_idle", "min_run_s", "max_slowdown")
+RUN_TIME_RULES = ("repack_idle", "min_run_s", "max_slowdown", "cross_rack_guard")
 
 
 def load_ensemble(

@@ -18,7 +18,7 @@ import numpy as np
 import torch as th
 from ddl_gym.agents.config import TrainConfig
 from ddl_gym.agents.envs import agent_mask, flatten_obs, slowdown_guard
-from ddl_gym.agents.shield import RepackWhenIdle, quantum_mask
+from ddl_gym.agents.shield import RepackWhenIdle, cross_rack_mask, quantum_mask
 
 from ddl_gym.engine import WAIT, Action, EngineView, Place, Preempt
 from ddl_gym.env.observation import LEVELS, ObsBuilder, ObsConfig
@@ -150,6 +150,9 @@ class AgentPolicy:
         max_slowdown = getattr(env, "max_slowdown", None)
         if self._set and max_slowdown is not None:
             mask = slowdown_guard(mask, obs, env.K, env.M, max_slowdown)
+        cross_rack_guard = getattr(env, "cross_rack_guard", None)
+        if self._set and cross_rack_guard is not None:
+            mask = cross_rack_mask(mask, obs, env.K, env.M, cross_rack_guard)
         min_run_s = getattr(env, "min_run_s", None)
         if self._set and min_run_s is not None:
             mask = quantum_mask(mask, builder.win_running, 1 + 3 * env.K, view.now, min_run_s)

@@ -136,3 +136,89 @@ def test_repacking_keeps_the_engine_invariants_on_a_whole_trace():
     moved = [job for job in engine.jobs if job.preemptions > 0]
     assert moved, "no job was repacked: the scenario does not exercise the rule"
     assert len(engine.jobs) == len(trace)
+
+
+def _pending_obs(rows: list[tuple[float, float]], K: int, M: int):
+    """A flat set observation whose pending rows have (fits_rack, network slowdown)."""
+    import numpy as np
+
+    from ddl_gym.env.set_observation import (
+        SET_GLOBAL_FIELDS,
+        SET_PENDING_FIELDS,
+        SET_RUNNING_FIELDS,
+    )
+
+    pending = np.zeros((K, len(SET_PENDING_FIELDS)), dtype=np.float32)
+    for k, (fits, slowdown) in enumerate(rows):
+        pending[k, SET_PENDING_FIELDS.index("present")] = 1.0
+        pending[k, SET_PENDING_FIELDS.index("fits_rack")] = fits
+        pending[k, SET_PENDING_FIELDS.index("slowdown_network")] = 1.0 - 1.0 / slowdown
+    rest = np.zeros(M * len(SET_RUNNING_FIELDS) + len(SET_GLOBAL_FIELDS), dtype=np.float32)
+    return np.concatenate([pending.ravel(), rest])
+
+
+def test_the_cross_rack_guard_refuses_only_slow_cross_rack_starts_of_jobs_that_fit_a_rack():
+    import numpy as np
+    from ddl_gym.agents.shield import cross_rack_mask
+
+    K, M = 3, 1
+    # row 0 fits a rack, 3x slower across racks: refused at 2; row 1 fits a
+    # rack, 1.5x: allowed; row 2 is wider than a rack, 5x: allowed (no other level)
+    obs = _pending_obs([(1.0, 3.0), (1.0, 1.5), (0.0, 5.0)], K, M)
+    mask = np.ones(1 + 3 * K + M, dtype=bool)
+    out = cross_rack_mask(mask, obs, K, M, max_slowdown=2.0)
+    expected = mask.copy()
+    expected[1 + 3 * 0 + 2] = False
+    assert out.tolist() == expected.tolist()
+    assert mask.all()  # input untouched
+    # at 4, row 0's 3x passes
+    assert cross_rack_mask(mask, obs, K, M, max_slowdown=4.0).all()
+    # the guard never leaves the agent without an action
+    only = np.zeros_like(mask)
+    only[3] = True
+    assert cross_rack_mask(only, obs, K, M, max_slowdown=2.0).tolist() == only.tolist()
+
+
+def test_cross_rack_guard_must_be_a_slowdown_factor():
+    from ddl_gym.agents.config import EnvConfig
+
+    with pytest.raises(ValueError, match="cross_rack_guard"):
+        EnvConfig(cross_rack_guard=0.5)
+    assert EnvConfig(cross_rack_guard=1.0).cross_rack_guard == 1.0
+
+
+def test_the_agent_under_the_cross_rack_guard_never_starts_a_refused_placement(tmp_path):
+    import numpy as np
+    from ddl_gym.agents import load_policy
+    from ddl_gym.agents.policy import DEFAULT_MODEL
+    from ddl_gym.agents.shield import _FITS_RACK, _SLOWDOWN_NETWORK
+
+    from ddl_gym.env.set_observation import split_set_obs
+    from ddl_gym.traces import default_trace
+
+    shutil.copy(DEFAULT_MODEL, tmp_path / "guarded.zip")
+    config = json.loads(DEFAULT_MODEL.with_suffix(".json").read_text())
+    config["env"]["cross_rack_guard"] = 1.2
+    (tmp_path / "guarded.json").write_text(json.dumps(config))
+    policy = load_policy(tmp_path / "guarded.zip")
+    K, M = policy.config.env.K, policy.config.env.M
+    seen = {"refusable": 0, "choices": 0}
+    choose = policy.choose
+
+    def checked(obs, mask):
+        pending, _, _ = split_set_obs(obs, K, M)
+        slow = (pending[:, _FITS_RACK] > 0.5) & (pending[:, _SLOWDOWN_NETWORK] > 1 - 1 / 1.2)
+        seen["refusable"] += int(slow.sum())
+        seen["choices"] += 1
+        refused = 3 + 3 * np.flatnonzero(slow)
+        others = mask.copy()
+        others[refused] = False
+        if others.any():  # not the fallback (nothing else possible): those starts are masked
+            assert not mask[refused].any()
+        return choose(obs, mask)
+
+    policy.choose = checked
+    trace = default_trace(seed=0)
+    result = simulate(trace, Cluster(4, 2, 8, "seed"), policy, seed=0, congestion="heavy")
+    assert seen["refusable"] > 0 and seen["choices"] > 0  # the guard had work to do
+    assert result.summary["completed"] == len(trace.jobs)
