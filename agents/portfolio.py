@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -374,18 +375,28 @@ def replay_scores(
 def make(
     heuristics: Sequence[str] = ("tiresias", "gandiva"),
     model: str | Path | AgentPolicy | None = None,
+    heuristic_options: Mapping[str, Mapping[str, Any]] | None = None,
     **kwargs: Any,
 ) -> ReplayPortfolio:
     """The shipped agent (or ``model``: a saved model's path or a loaded
     ``AgentPolicy``, e.g. a ``CheckpointEnsemble``) and ``heuristics``, under
-    the agent's engine settings; ``kwargs`` set ``ReplayPortfolio``'s fields.
+    the agent's engine settings; ``heuristic_options`` maps a heuristic's
+    name to the settings it is built with (``make_policy(name, **options)``,
+    e.g. ``{"tiresias": {"sensitivity": 1.0}}``); ``kwargs`` set
+    ``ReplayPortfolio``'s fields.
     ``ddl-gym benchmark evaluate --policy ddl_gym.agents.portfolio:make``."""
     from ddl_gym.agents.policy import DEFAULT_MODEL, AgentPolicy, load_policy
     from ddl_gym.baselines import make_policy
 
+    options = dict(heuristic_options or {})
+    unknown = sorted(set(options) - set(heuristics))
+    if unknown:
+        raise ValueError(
+            f"heuristic_options names {unknown}, not among the heuristics {list(heuristics)}"
+        )
     agent = model if isinstance(model, AgentPolicy) else load_policy(model or DEFAULT_MODEL)
 
     candidates: dict[str, Factory] = {"agent": agent.fresh}
     for h in heuristics:
-        candidates[h] = lambda h=h: make_policy(h)
+        candidates[h] = partial(make_policy, h, **options.get(h, {}))
     return ReplayPortfolio(candidates, "agent", agent.engine_kwargs(), **kwargs)

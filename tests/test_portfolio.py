@@ -287,6 +287,25 @@ def test_suite_report_passes_its_portfolio_options():
     assert policy.every_jobs == make().every_jobs  # the rest as shipped
 
 
+def test_heuristic_options_build_each_candidate_with_its_settings():
+    from ddl_gym.agents.suite_report import _factory
+    from ddl_gym.baselines.tiresias import TiresiasPolicy
+
+    policy = make(heuristic_options={"tiresias": {"sensitivity": 1.0}})
+    tiresias = policy.candidates["tiresias"]()
+    assert isinstance(tiresias, TiresiasPolicy) and tiresias.sensitivity == 1.0
+    assert policy.candidates["tiresias"]() is not tiresias  # a fresh one each time
+    assert make(heuristic_options={}).candidates["tiresias"]().sensitivity == 2.0
+    # through suite_report's --portfolio-options, as the test split runs it
+    from ddl_gym.agents.policy import DEFAULT_MODEL
+
+    options = {"heuristic_options": {"tiresias": {"sensitivity": 1.0}}}
+    built = _factory(DEFAULT_MODEL, portfolio=True, options=options)()
+    assert built.candidates["tiresias"]().sensitivity == 1.0
+    with pytest.raises(ValueError, match="dally"):
+        make(heuristic_options={"dally": {}})
+
+
 def test_with_several_draws_a_switch_needs_the_margin_in_every_draw():
     """Draws are paired (draw d of every candidate replays the same sizes):
     a candidate 20 % better in one draw but only 5 % in the other stays out."""
