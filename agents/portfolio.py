@@ -34,6 +34,13 @@ workload itself:
 
 A candidate that takes over mid-run is ``reset`` on the current state (the
 heuristics rebuild their view of the running and waiting jobs from it).
+
+``make()``'s Tiresias keeps every job that fits in one rack inside one
+(``sensitivity=1``; the registered baseline classes a model as needing that
+only when it runs over 2x slower across racks on an idle network): on a
+congested 2-rack cluster the baseline's cross-rack starts of 8-GPU jobs
+tripled their run time, and a switch to it cost the portfolio 2.7x Gandiva's
+mean JCT (docs/agents.md, "A consolidating Tiresias in the portfolio").
 """
 
 from __future__ import annotations
@@ -52,6 +59,9 @@ from ddl_gym.engine import Action, EngineView, Job, Status
 from ddl_gym.engine.engine import Engine
 from ddl_gym.engine.simulate import run_policy
 from ddl_gym.traces import Trace
+
+# the settings of make()'s heuristic candidates (chosen on validation: the module docstring)
+SHIPPED_HEURISTIC_OPTIONS: dict[str, dict[str, Any]] = {"tiresias": {"sensitivity": 1.0}}
 
 if TYPE_CHECKING:
     from ddl_gym.agents.policy import AgentPolicy
@@ -381,14 +391,17 @@ def make(
     """The shipped agent (or ``model``: a saved model's path or a loaded
     ``AgentPolicy``, e.g. a ``CheckpointEnsemble``) and ``heuristics``, under
     the agent's engine settings; ``heuristic_options`` maps a heuristic's
-    name to the settings it is built with (``make_policy(name, **options)``,
-    e.g. ``{"tiresias": {"sensitivity": 1.0}}``); ``kwargs`` set
-    ``ReplayPortfolio``'s fields.
+    name to the settings it is built with (``make_policy(name, **options)``;
+    None: ``SHIPPED_HEURISTIC_OPTIONS``, Tiresias at sensitivity 1; ``{}``:
+    every heuristic as registered, the portfolio shipped before);
+    ``kwargs`` set ``ReplayPortfolio``'s fields.
     ``ddl-gym benchmark evaluate --policy ddl_gym.agents.portfolio:make``."""
     from ddl_gym.agents.policy import DEFAULT_MODEL, AgentPolicy, load_policy
     from ddl_gym.baselines import make_policy
 
-    options = dict(heuristic_options or {})
+    if heuristic_options is None:
+        heuristic_options = {h: o for h, o in SHIPPED_HEURISTIC_OPTIONS.items() if h in heuristics}
+    options = dict(heuristic_options)
     unknown = sorted(set(options) - set(heuristics))
     if unknown:
         raise ValueError(

@@ -296,6 +296,10 @@ def test_heuristic_options_build_each_candidate_with_its_settings():
     assert isinstance(tiresias, TiresiasPolicy) and tiresias.sensitivity == 1.0
     assert policy.candidates["tiresias"]() is not tiresias  # a fresh one each time
     assert make(heuristic_options={}).candidates["tiresias"]().sensitivity == 2.0
+    # the shipped portfolio keeps rack-fitting jobs in one rack; Gandiva as registered
+    shipped = make()
+    assert shipped.candidates["tiresias"]().sensitivity == 1.0
+    assert type(shipped.candidates["gandiva"]()) is type(make_policy("gandiva"))
     # through suite_report's --portfolio-options, as the test split runs it
     from ddl_gym.agents.policy import DEFAULT_MODEL
 
