@@ -181,7 +181,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument(
         "--portfolio-options",
         type=json.loads,
-        help="the portfolios' ReplayPortfolio fields as JSON, e.g. '{\"warmup_jobs\": 10}'",
+        help="the portfolios' portfolio.make() arguments as JSON (ReplayPortfolio fields, "
+        "heuristic_options), e.g. '{\"warmup_jobs\": 10}'",
     )
     ap.add_argument(
         "--seeds", help="comma-separated seeds, a-b ranges allowed (default: each case's)"
