@@ -200,11 +200,12 @@ def slowdown_guard(mask: np.ndarray, obs: np.ndarray, K: int, M: int, s_max: flo
     predicted slowdown exceeds ``s_max`` (the set observation encodes a
     slowdown x as 1 - 1/x); unchanged if that would leave no action, so the
     guard never stalls the episode."""
+    from ddl_gym.env.observation import slowdown_above
     from ddl_gym.env.set_observation import SET_PENDING_FIELDS, split_set_obs
 
     pending, _, _ = split_set_obs(obs, K, M)
     first = SET_PENDING_FIELDS.index("slowdown_machine")
-    too_slow = pending[:, first : first + 3] > 1.0 - 1.0 / s_max + 1e-6  # (K, 3)
+    too_slow = slowdown_above(pending[:, first : first + 3], s_max)  # (K, 3)
     out = mask.copy()
     out[1 : 1 + 3 * K] &= ~too_slow.reshape(-1)
     return out if out.any() else mask

@@ -33,6 +33,7 @@ import numpy as np
 from ddl_gym.baselines.common import TighterMoves, completed_now
 
 from ddl_gym.engine import Action, EngineView, Job
+from ddl_gym.env.observation import slowdown_above
 from ddl_gym.env.set_observation import SET_PENDING_FIELDS, split_set_obs
 
 _FITS_RACK = SET_PENDING_FIELDS.index("fits_rack")
@@ -84,8 +85,7 @@ def cross_rack_mask(
     across racks than alone. Jobs wider than a rack keep every level (they
     have no other). If nothing would be left, ``mask`` is returned as is."""
     pending, _, _ = split_set_obs(obs, K, M)
-    # the observation holds a slowdown x as 1 - 1/x
-    slow = pending[:, _SLOWDOWN_NETWORK] > 1.0 - 1.0 / max_slowdown + 1e-6
+    slow = slowdown_above(pending[:, _SLOWDOWN_NETWORK], max_slowdown)
     refused = (pending[:, _FITS_RACK] > 0.5) & slow
     out = mask.copy()
     out[3 + 3 * np.arange(K)] &= ~refused  # action 1 + 3k + 2: row k across racks

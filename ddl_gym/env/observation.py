@@ -26,6 +26,7 @@ import heapq
 import math
 from dataclasses import dataclass
 from itertools import islice
+from typing import Any
 
 import numpy as np
 
@@ -123,6 +124,12 @@ def _model_features(model: str, fabric: Fabric) -> tuple[float, float, float]:
         min(1.0, math.log1p(buckets) / math.log1p(1000.0)),
         p.backward_share,
     )
+
+
+def slowdown_above(encoded: Any, factor: float) -> Any:
+    """Where an observed slowdown (held as ``1 - 1 / s``) is above ``factor``;
+    ``encoded`` a number or an array (the margin absorbs float32 rounding)."""
+    return encoded > 1.0 - 1.0 / factor + 1e-6
 
 
 class LevelSlowdowns:
