@@ -13,6 +13,18 @@ catalogue's reference iteration time. The Tiresias example trace gives
 seconds-long iterations (e.g. 8.8 s for VGG-11), which hide every all-reduce
 behind compute; with the catalogue's times its jobs communicate as their
 models do.
+
+``resample`` (ddl-gym-v3): every seed is a distinct draw of the case. The
+jobs' bodies (GPUs, model, iterations, iteration time and the optional
+columns) are drawn with replacement from the case's source part (a
+bootstrap of its empirical job distribution), with a numpy Generator seeded
+from the workload seed; the arrival times are the source's. Arrivals are
+kept because a trace's arrival process (diurnal waves, submission bursts)
+is the part a bootstrap of gaps would destroy, while the bodies are where
+the heavy tails live: a seed that draws two more 100-GPU-hour jobs is a
+different week for a scheduler. The pairing of a burst with its bodies
+(one user submitting many alike jobs) is lost: seeds differ in that, too.
+Seed 0 is a draw like any other (never the source itself).
 """
 
 from __future__ import annotations
@@ -58,6 +70,9 @@ class Workload:
         seed_offset: the workload seed is ``seed_offset + seed``.
         catalogue_iter_time: use the catalogue's iteration times (see above).
         head: keep only the first ``head`` jobs of the part (quick cases).
+        resample: draw the jobs' bodies per seed (see the module docstring).
+            Left out of a case's definition when False, so the suites
+            designed before it keep their hash.
     """
 
     source: str
@@ -67,6 +82,7 @@ class Workload:
     seed_offset: int = 0
     catalogue_iter_time: bool = False
     head: int | None = None
+    resample: bool = False
 
     def build(self, seed: int = 0) -> Trace:
         wseed = self.seed_offset + seed
@@ -78,11 +94,35 @@ class Workload:
         if self.head is not None:
             jobs = trace.jobs.iloc[: self.head].reset_index(drop=True)
             trace = Trace(trace.name, jobs, trace.source)
+        if self.resample:
+            trace = resample_bodies(trace, wseed)
         if self.catalogue_iter_time:
             trace = with_catalogue_iter_time(trace)
         if self.arrival_scale != 1.0:
             trace = scale_load(trace, self.arrival_scale)
         return trace
+
+
+# Mixed into the resampling Generator's seed so that its draws are not the
+# stream a loader seeded with the same workload seed uses (Philly's models).
+_RESAMPLE_STREAM = 0x5EED_B0D7
+
+
+def resample_bodies(trace: Trace, seed: int) -> Trace:
+    """The trace's arrival times, each with a job body drawn with replacement
+    from the trace's jobs (``numpy.random.default_rng([seed, stream])``).
+    A slot's job id is ``<body's id>~<slot>``: unique, and it names the
+    source job the body came from."""
+    src = trace.jobs.sort_values("arrival_s", kind="stable").reset_index(drop=True)
+    n = len(src)
+    if n == 0:
+        return trace
+    rng = np.random.default_rng([seed, _RESAMPLE_STREAM])
+    pick = rng.integers(0, n, size=n)
+    jobs = src.iloc[pick].reset_index(drop=True)
+    jobs["arrival_s"] = src["arrival_s"].to_numpy()
+    jobs["job_id"] = [f"{body}~{slot}" for slot, body in enumerate(jobs["job_id"].astype(str))]
+    return Trace(trace.name, jobs, trace.source)
 
 
 def freeze(mapping: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
@@ -140,12 +180,18 @@ def offered_load(trace: Trace, num_gpus: int) -> float:
     return work / (span * num_gpus) if span > 0 else float("inf")
 
 
-def data_path(source: str) -> Path:
+def data_path(source: str, suite: str | None = None) -> Path:
+    """The file of ``source`` under the data dir; a missing one raises
+    :class:`DataMissingError` naming the command that fetches it (for
+    ``suite`` when the caller knows it)."""
     data = find_data_dir()
     if data is None or not (data / source).is_file():
+        from ddl_gym.data import fetch_command
+
+        where = f"under {data}" if data is not None else "(no data dir found)"
         raise DataMissingError(
-            f"benchmark trace {source!r} not found under the data dir "
-            "(../shared/data or $DDL_GYM_DATA)"
+            f"benchmark trace {source!r} not found {where}; fetch it with "
+            f"`{fetch_command(suite)}` (see docs/data.md)"
         )
     return data / source
 
