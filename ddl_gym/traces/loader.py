@@ -172,11 +172,23 @@ def _repo_root() -> Path:
 
 
 def find_data_dir() -> Path | None:
-    """The developers' data dir: $DDL_GYM_DATA, else <repo>/../shared/data, else None."""
+    """The data dir, looked up in this order:
+
+    1. ``$DDL_GYM_DATA`` when set: that folder, or None if it is not a
+       directory (an explicit setting is never silently replaced);
+    2. ``<repo>/../shared/data`` (the developers' mirror), if it exists;
+    3. ``<user data dir>/data`` (where ``ddl-gym data fetch`` stores the
+       files, see :mod:`ddl_gym.userdata`), if it exists;
+    4. None.
+    """
     env = os.environ.get(DATA_ENV_VAR)
     if env:
         p = Path(env).expanduser()
-        if p.is_dir():
-            return p
+        return p if p.is_dir() else None
     cand = _repo_root().parent / "shared" / "data"
-    return cand if cand.is_dir() else None
+    if cand.is_dir():
+        return cand
+    from ddl_gym.userdata import data_home
+
+    fetched = data_home() / "data"
+    return fetched if fetched.is_dir() else None
