@@ -56,6 +56,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ddl_gym.benchmarks.workload import SYNTHETIC, Workload, freeze
@@ -122,6 +123,9 @@ class Suite:
     # the non-oracle heuristics whose best mean JCT per case is the baseline
     # of the normalised score (consumers read this, not baselines.HEURISTICS)
     heuristics: tuple[str, ...] = LEGACY_HEURISTICS
+    # the hash covers each input file's SHA-256 (ddl-gym-v3 on): a suite is
+    # its data too. False for v1/v2, whose pinned hashes cover names only.
+    hash_inputs: bool = False
 
     def select(self, split: str = "test", quick: bool = False) -> tuple[Case, ...]:
         """The cases of ``split`` (``"all"``: every split); ``quick``: the quick
@@ -151,9 +155,23 @@ class Suite:
         return out
 
 
-def suite_hash(suite: Suite) -> str:
-    """SHA-256 of the suite's canonical JSON (sorted keys, no whitespace)."""
-    text = json.dumps(suite.definition(), sort_keys=True, separators=(",", ":"))
+def suite_hash(suite: Suite, data_dir: str | Path | None = None) -> str:
+    """SHA-256 of the suite's canonical JSON (sorted keys, no whitespace).
+
+    With ``suite.hash_inputs`` each case's definition also holds its input
+    files' SHA-256 (``"inputs"``: relative path -> digest): as the data
+    manifest pins them, or with ``data_dir`` as the files under it are, so
+    that a changed byte of an input changes the hash."""
+    definition = suite.definition()
+    if suite.hash_inputs:
+        from ddl_gym.benchmarks.provenance import actual_inputs, pinned_inputs
+
+        for key, cases in (("cases", suite.cases), ("quick", suite.quick)):
+            for case, entry in zip(cases, definition[key], strict=True):
+                entry["inputs"] = (
+                    pinned_inputs(case) if data_dir is None else actual_inputs(case, data_dir)
+                )
+    text = json.dumps(definition, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
