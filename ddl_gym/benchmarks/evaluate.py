@@ -25,7 +25,13 @@ from typing import Any
 import pandas as pd
 
 from ddl_gym.benchmarks.policies import PolicySpec, resolve_policy
-from ddl_gym.benchmarks.runner import OK, run_case
+from ddl_gym.benchmarks.provenance import (
+    actual_inputs,
+    check_inputs,
+    foreign_field,
+    suite_pins_inputs,
+)
+from ddl_gym.benchmarks.runner import OK, expected_provenance, run_case
 from ddl_gym.benchmarks.suite import Case, get_suite
 
 CARD_COLUMNS = ("mean_jct_s", "p95_jct_s", "makespan_s", "comm_overhead", "preemptions")
@@ -69,15 +75,49 @@ def _write_atomic(path: Path, record: dict[str, Any]) -> None:
 
 def _read(path: Path) -> dict[str, Any] | None:
     try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None  # a damaged file counts as not done
+    return record if isinstance(record, dict) and "status" in record else None
 
 
-def run_one(policy: str, suite: str, case: str, seed: int) -> dict[str, Any]:
+def run_one(
+    policy: str, suite: str, case: str, seed: int, name: str | None = None
+) -> dict[str, Any]:
     """One run from plain arguments (what a Ray task calls)."""
     s = get_suite(suite)
-    return run_case(resolve_policy(policy), s.case(case), seed, suite=suite)
+    return run_case(resolve_policy(policy, name), s.case(case), seed, suite=suite)
+
+
+class ForeignRecordError(ValueError):
+    """A finished record in ``out_dir`` is not a run of this evaluation."""
+
+
+def _refuse_foreign(path: Path, record: dict[str, Any], expected: dict[str, Any]) -> None:
+    """Raise :class:`ForeignRecordError` when ``record`` (read from ``path``)
+    may not stand for the run whose provenance is ``expected``."""
+    key = foreign_field(record, expected)
+    if key is None:
+        return
+    if key == "provenance":
+        what = "has no provenance (written before records carried one)"
+    else:
+        got = record["provenance"].get(key)
+        if key in ("inputs", "engine"):
+            diff = _diff_keys(got, expected[key])
+            what = f"differs in {key} ({diff})"
+        else:
+            what = f"differs in {key}: {got!r} there, {expected[key]!r} now"
+    raise ForeignRecordError(
+        f"--resume: {path} {what}; it is not a run of this evaluation. Write to another "
+        "--out (out_dir), or drop --resume (resume=False) to run everything again"
+    )
+
+
+def _diff_keys(got: Any, want: dict[str, Any]) -> str:
+    got = got if isinstance(got, dict) else {}
+    keys = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
+    return ", ".join(f"{k}: {got.get(k)!r} there, {want.get(k)!r} now" for k in keys)
 
 
 def evaluate(
@@ -103,7 +143,10 @@ def evaluate(
     takes (a heuristic name, ``"agent"``, ``"agent:PATH"``,
     ``"module:function"``, a Policy object, a plain ``f(view) -> Action``).
     ``name`` overrides the name in the records. ``out_dir``: one JSON file per
-    finished (case, seed); ``resume``: reuse those already there. ``cases``:
+    finished (case, seed); ``resume``: reuse those already there, refusing
+    (:class:`ForeignRecordError`, naming the field) a record of another
+    suite, suite hash, input data, ddl-gym version or commit, policy name
+    or engine settings (a damaged file is run again). ``cases``:
     only these case names. ``env_id`` / ``env_kwargs``: for an SB3 zip
     without a saved config (``"agent:PATH"``), the env it was trained on; it
     runs only on cases of that cluster shape (the others are listed in
@@ -121,15 +164,25 @@ def evaluate(
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
     runs = [(c, s) for c in chosen for s in (seeds if seeds is not None else c.seeds)]
+    if suite_pins_inputs(suite):  # refuse other data before any run, not midway
+        for case in chosen:
+            check_inputs(case, actual_inputs(case), suite)
 
     records: dict[int, dict[str, Any]] = {}
     todo: list[int] = []
+    expected: dict[str, dict[str, Any]] = {}  # per case: the provenance a run gets now
+    probe: Any = None  # one instance of the policy, for its engine settings
     for i, (case, seed) in enumerate(runs):
-        done = _read(result_path(out, case, seed)) if (out is not None and resume) else None
-        if done is not None and done.get("policy") == spec.name:
-            records[i] = done
-        else:
+        path = result_path(out, case, seed) if out is not None else None
+        done = _read(path) if (path is not None and resume) else None
+        if path is None or done is None:
             todo.append(i)
+            continue
+        if case.name not in expected:
+            probe = spec.factory() if probe is None else probe
+            expected[case.name] = expected_provenance(spec, probe, case, suite, check=False)
+        _refuse_foreign(path, done, expected[case.name])
+        records[i] = done
 
     def keep(i: int, record: dict[str, Any]) -> None:
         records[i] = record
@@ -143,10 +196,16 @@ def evaluate(
         from ddl_gym.experiments.ray_backend import run_cells
 
         cells = [
-            {"policy": policy, "suite": suite, "case": runs[i][0].name, "seed": runs[i][1]}
+            {
+                "policy": policy,
+                "suite": suite,
+                "case": runs[i][0].name,
+                "seed": runs[i][1],
+                "name": spec.name,
+            }
             for i in todo
         ]
-        run_cells(run_one, cells, on_result=lambda j, r: keep(todo[j], r | {"policy": spec.name}))
+        run_cells(run_one, cells, on_result=lambda j, r: keep(todo[j], r))
     elif backend == "local":
         bar = _bar(len(runs), len(runs) - len(todo), spec.name, progress)
         try:

@@ -205,6 +205,17 @@ def suite_fingerprint(name: str) -> str | None:
         return None
 
 
+@lru_cache(maxsize=16)
+def suite_pins_inputs(name: str) -> bool:
+    """Whether the registered suite ``name`` pins its inputs (``hash_inputs``)."""
+    from ddl_gym.benchmarks.suite import get_suite
+
+    try:
+        return bool(get_suite(name).hash_inputs)
+    except ValueError:
+        return False
+
+
 def provenance(
     suite: str,
     case: Any,
