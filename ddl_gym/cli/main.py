@@ -5,6 +5,7 @@
     ddl-gym compare -s default --quick      # the policy x congestion x seed grid
     ddl-gym traces inspect seed-week        # statistics of a workload
     ddl-gym benchmark evaluate --policy P   # score a scheduler on the ddl-gym-v1 test split
+    ddl-gym data fetch --suite ddl-gym-v1   # the trace files a suite reads, checked
     ddl-gym <command> --help                # options and examples of each command
 
 User errors (unknown names, missing files, malformed TOML) print one line and
@@ -22,6 +23,7 @@ from ddl_gym import __version__
 from ddl_gym.cli import bench as cli_bench
 from ddl_gym.cli import benchmark as cli_benchmark
 from ddl_gym.cli import calibrate as cli_calibrate
+from ddl_gym.cli import data as cli_data
 from ddl_gym.cli import evaluate as cli_evaluate
 from ddl_gym.cli import scenarios as cli_scenarios
 from ddl_gym.cli import simulate as cli_simulate
@@ -50,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_bench.register(sub)
     cli_benchmark.register(sub)
     cli_benchmark.register_datasets(sub)
+    cli_data.register(sub)
     return p
 
 
