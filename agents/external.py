@@ -60,7 +60,7 @@ class EnvModelPolicy:
         env_id: str | None = None,
         name: str = "model",
     ) -> None:
-        from ddl_gym.env import ClusterEnv
+        from gymnasium import spaces
 
         self.predict = predict
         self.name = name
@@ -69,9 +69,12 @@ class EnvModelPolicy:
         # config and action codec the model was trained against; none of them
         # depends on the trace, so the probe runs one 1-GPU job (the env's own
         # trace may not fit a cluster given here, and need not be loaded)
-        probe = ClusterEnv(**{**self.env_kwargs, "trace": _probe_trace()})
+        probe = _probe_env(self.env_kwargs, env_id)
+        self._probe = probe
         self.observation_space = probe.observation_space
-        self.cluster = probe.cluster
+        # a size-free observation (the bench env's) runs on any cluster: no cluster
+        size_free = not isinstance(probe.observation_space, spaces.Dict)
+        self.cluster = None if size_free else probe.cluster
         self._obs_cfg = probe._obs_cfg  # noqa: SLF001
         self._codec = probe._codec  # noqa: SLF001
         self._engine_kwargs = {
@@ -86,17 +89,15 @@ class EnvModelPolicy:
         return dict(self._engine_kwargs)
 
     def reset(self, view: EngineView, seed: int | None = None) -> None:
-        from ddl_gym.env.observation import ObsBuilder
-
         engine = view._engine  # noqa: SLF001  (the observation reads the engine, as the env's does)
         c, mine = engine.cluster, self.cluster
         shape = (c.racks, c.num_servers, c.gpus_per_server)
-        if shape != (mine.racks, mine.num_servers, mine.gpus_per_server):
+        if mine is not None and shape != (mine.racks, mine.num_servers, mine.gpus_per_server):
             raise ValueError(
                 f"{self.name} was trained on a {mine.describe()} cluster; it cannot observe "
                 f"{c.describe()} (its observation has one row per server and rack)"
             )
-        self._builder = ObsBuilder(engine, self._obs_cfg)
+        self._builder = self._probe._make_obs_builder(engine)  # noqa: SLF001  (the env's own)
 
     def act(self, view: EngineView) -> Action:
         builder = self._builder
@@ -113,6 +114,21 @@ class EnvModelPolicy:
             # env would make it a no-op, i.e. WAIT where WAIT is valid
             a = 0 if mask[0] else int(np.flatnonzero(mask)[0])
         return self._codec.decode(a, builder)
+
+
+def _probe_env(env_kwargs: Mapping[str, Any], env_id: str | None) -> Any:
+    """The model's env on a one-job trace: ``ClusterEnv`` for the cluster
+    ids, ``bench_env.probe_env`` (a ``SetClusterEnv``, no suite data read)
+    for the bench ids."""
+    from ddl_gym import ENTRY_POINTS
+
+    if ENTRY_POINTS.get(env_id or DEFAULT_ENV_ID, "").endswith(":BenchEnv"):
+        from ddl_gym.env.bench_env import probe_env
+
+        return probe_env(**env_kwargs)
+    from ddl_gym.env import ClusterEnv
+
+    return ClusterEnv(**{**env_kwargs, "trace": _probe_trace()})
 
 
 def _probe_trace() -> Any:

@@ -38,7 +38,13 @@ ENV_VARIANTS: dict[str, dict] = {
         "K": 4,
         "M": 4,
     },
+    # a benchmark suite's split, one (case, seed) per episode, with the size-free
+    # observation (ddl_gym.env.bench_env.BenchEnv): one agent for every case
+    "ddl_gym/Bench-v3": {"split": "train"},
 }
+
+# ids whose entry point is not ClusterEnv
+ENTRY_POINTS: dict[str, str] = {"ddl_gym/Bench-v3": "ddl_gym.env.bench_env:BenchEnv"}
 
 
 def _register_envs() -> None:
@@ -46,7 +52,8 @@ def _register_envs() -> None:
 
     for env_id, kwargs in ENV_VARIANTS.items():
         if env_id not in gymnasium.registry:
-            gymnasium.register(id=env_id, entry_point="ddl_gym.env:ClusterEnv", kwargs=kwargs)
+            entry_point = ENTRY_POINTS.get(env_id, "ddl_gym.env:ClusterEnv")
+            gymnasium.register(id=env_id, entry_point=entry_point, kwargs=kwargs)
 
 
 class _RegisterWhenGymnasiumLoads:

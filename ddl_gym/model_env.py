@@ -56,10 +56,15 @@ def env_file(model_path: str | Path) -> Path:
 def trained_on_specs(env_id: str, env_kwargs: Mapping[str, Any] | None) -> list[str]:
     """The trace specs an env of ``env_id`` / ``env_kwargs`` draws its
     episodes from; empty for a synthetic spec (a fresh trace per episode)."""
-    from ddl_gym import ENV_VARIANTS
+    from ddl_gym import ENTRY_POINTS, ENV_VARIANTS
     from ddl_gym.env.sources import PHILLY_WEEK_FILE, SEED_WEEK_FILE
 
-    trace = {**ENV_VARIANTS.get(env_id, {}), **dict(env_kwargs or {})}.get("trace", "default")
+    arguments = {**ENV_VARIANTS.get(env_id, {}), **dict(env_kwargs or {})}
+    if ENTRY_POINTS.get(env_id, "").endswith(":BenchEnv"):
+        from ddl_gym.env.bench_env import trace_files
+
+        return trace_files(**arguments)
+    trace = arguments.get("trace", "default")
     if not isinstance(trace, str):
         return []
     # the env's trace names as it loads them (ddl_gym.env.sources.named_trace)
