@@ -87,8 +87,11 @@ def apply_cut(
 
 
 def _time(text: Any, where: str, at: str) -> datetime:
+    text = str(text)
     try:
-        return datetime.strptime(str(text), "%Y-%m-%d %H:%M:%S")
+        if len(text) != 19:  # fromisoformat (fast) takes other forms too: only this one
+            raise ValueError(text)
+        return datetime.fromisoformat(text)
     except ValueError:
         raise CutError(f"{where}: {at}: {text!r} is not a YYYY-MM-DD HH:MM:SS time") from None
 
@@ -140,7 +143,10 @@ def _fields(line: bytes, where: str, number: int) -> list[str]:
         text = line.decode("utf-8")
     except UnicodeDecodeError as err:
         raise CutError(f"{where}: line {number}: not UTF-8 ({err.reason})") from None
-    return next(csv.reader([text.rstrip("\r")]), [])
+    text = text.rstrip("\r")
+    if '"' not in text:  # the common case, much faster than the csv module
+        return text.split(",")
+    return next(csv.reader([text]), [])
 
 
 def _tar_member(data: bytes, member: str, where: str) -> bytes:
