@@ -3,7 +3,8 @@
     from ddl_gym.benchmarks import evaluate
     scores = evaluate("tiresias", suite="ddl-gym-v1", split="test")
     scores = evaluate(my_policy, out_dir="runs/bench/mine", resume=True)
-    scores.card()            # per case: mean / p95 JCT, makespan, comm, preemptions
+    print(scores.card())     # normalised against the shipped heuristic records
+    scores.metrics()         # raw, per case: mean / p95 JCT, makespan, comm, preemptions
 
 Each finished (case, seed) is written at once as one JSON file in
 ``out_dir`` (atomically: a file is either whole or absent), so Ctrl-C keeps
@@ -24,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from ddl_gym.benchmarks.policies import PolicySpec, resolve_policy
+from ddl_gym.benchmarks.policies import PolicySpec, policy_failure, resolve_policy
 from ddl_gym.benchmarks.provenance import (
     actual_inputs,
     check_inputs,
@@ -32,6 +33,7 @@ from ddl_gym.benchmarks.provenance import (
     suite_pins_inputs,
 )
 from ddl_gym.benchmarks.runner import OK, expected_provenance, run_case
+from ddl_gym.benchmarks.stats import Card
 from ddl_gym.benchmarks.suite import Case, get_suite
 
 CARD_COLUMNS = ("mean_jct_s", "p95_jct_s", "makespan_s", "comm_overhead", "preemptions")
@@ -49,13 +51,90 @@ class Scores:
     records: pd.DataFrame
     unsupported: pd.DataFrame = field(default_factory=pd.DataFrame)
 
-    def card(self) -> pd.DataFrame:
-        """The score card: per case, the mean over seeds of each metric."""
+    def metrics(self) -> pd.DataFrame:
+        """The raw metrics: per case, the mean over seeds of each metric
+        (seconds; no normalisation)."""
         cols = [*CARD_COLUMNS, "multi_server_comm_overhead"]
         return self.records.groupby(["family", "case"], sort=False)[cols].mean().reset_index()
 
+    def card(self, reference: Any = None, reps: int | None = None) -> Card:
+        """The normalised score card (:class:`~ddl_gym.benchmarks.stats.Card`)
+        against the suite's reference records of its heuristics (shipped with
+        the package, or ``reference``: a path or a
+        :class:`~ddl_gym.benchmarks.reference.Reference`): per case and
+        aggregated (IQM, mean, median, optimality gap with 95% stratified
+        bootstrap CIs, ``reps`` resamples), per family, the probability of
+        improvement over the best heuristic of each case and, with bounds in
+        the reference, the position between that heuristic and the bound.
+
+        Raises :class:`~ddl_gym.benchmarks.reference.ReferenceError` (never
+        falls back to raw metrics: :meth:`metrics` gives those) when there is
+        no reference for this suite and split, or when the records ran on
+        other input data or another suite content than the reference."""
+        from ddl_gym.benchmarks import stats
+        from ddl_gym.benchmarks.reference import Reference, ReferenceError, load_reference
+
+        if self.records.empty:
+            raise ValueError(f"{self.policy} has no finished run on {self.suite} {self.split}")
+        ref = (
+            reference if isinstance(reference, Reference) else load_reference(self.suite, reference)
+        )
+        heuristics = get_suite(self.suite).heuristics
+        if tuple(ref.heuristics) != tuple(heuristics):
+            raise ReferenceError(
+                f"the reference of {self.suite} holds {list(ref.heuristics)}, the suite's "
+                f"heuristics are {list(heuristics)}: regenerate it with "
+                f"`ddl-gym benchmark reference --suite {self.suite}`"
+            )
+        part = ref.split(self.split)
+        notes = _check_against(self.records, part.records, ref.suite_hash)
+        parts = stats.normalised_card(
+            self.records, part.frame(), heuristics, part.bounds, reps or stats.REPS
+        )
+        skipped = sorted(set(self.unsupported.get("case", ())) - set(self.records["case"]))
+        if skipped:
+            notes += (f"not scored (the policy cannot run them): {', '.join(skipped)}",)
+        about = {**part.provenance, "path": str(ref.path), "heuristics": list(heuristics)}
+        return Card(
+            policy=self.policy,
+            suite=self.suite,
+            split=self.split,
+            reference=about,
+            reps=reps or stats.REPS,
+            notes=notes,
+            **parts,
+        )
+
     def mean_jct_s(self) -> float:
         return float(self.records["mean_jct_s"].mean())
+
+
+def _check_against(
+    records: pd.DataFrame, reference: list[dict[str, Any]], suite_hash: str
+) -> tuple[str, ...]:
+    """Refuse records that ran on another suite content or other input data
+    than the reference; a note when the records carry no provenance."""
+    from ddl_gym.benchmarks.reference import ReferenceError
+
+    if "provenance" not in records:
+        return ("the policy's records carry no provenance: their input data is unchecked",)
+    ref_inputs = {r["case"]: r["provenance"]["inputs"] for r in reference}
+    for prov, case in zip(records["provenance"], records["case"], strict=True):
+        if not isinstance(prov, dict):
+            return ("some records carry no provenance: their input data is unchecked",)
+        if prov.get("suite_hash") != suite_hash:
+            raise ReferenceError(
+                f"{case}: the record's suite hash {prov.get('suite_hash')} is not the "
+                f"reference's {suite_hash}"
+            )
+        want = ref_inputs.get(case)
+        if want is not None and prov.get("inputs") != want:
+            raise ReferenceError(
+                f"{case}: the policy read inputs {prov.get('inputs')}, the reference's "
+                f"heuristics read {want}: the scores would compare other data "
+                "(`ddl-gym data fetch` restores the suite's files)"
+            )
+    return ()
 
 
 def slug(name: str) -> str:
@@ -213,7 +292,16 @@ def evaluate(
                 case, seed = runs[i]
                 if bar is not None:
                     bar.set_postfix_str(f"{case.name} s{seed}")
-                keep(i, run_case(spec, case, seed, suite=suite))
+                try:
+                    record = run_case(spec, case, seed, suite=suite)
+                except Exception as err:  # one PolicyFailure naming policy, case and seed
+                    failure = policy_failure(spec.name, case.name, seed, err)
+                    if failure is None:  # the input data, not the policy
+                        raise
+                    if bar is not None:
+                        bar.leave = False  # the error line alone stays on screen
+                    raise failure from err
+                keep(i, record)
                 if bar is not None:
                     bar.update(1)
         finally:

@@ -1,4 +1,4 @@
-"""Score cards, normalised scores and robust aggregates (rliable).
+"""Score cards, normalised scores and robust aggregates (as rliable defines them).
 
 Normalised score of a policy on a case: its mean JCT over the case's seeds
 divided by the best non-oracle heuristic's mean JCT over the same seeds (a
@@ -7,7 +7,7 @@ Per (case, seed) the score matrix holds the policy's JCT on that seed over
 the same per-case baseline, so the mean over seeds is that ratio.
 
 Aggregates over the (seeds x cases) matrix follow Agarwal et al. (NeurIPS
-2021) with their library, ``rliable``: interquartile mean (IQM), mean,
+2021) and their library, ``rliable``: interquartile mean (IQM), mean,
 median, optimality gap (here: how far above 1.0, i.e. worse than the best
 heuristic, the scores lie on average), probability of improvement over each
 heuristic (that a random run of the policy has a lower JCT ratio than one of
@@ -16,11 +16,14 @@ intervals, resampling cases and then seeds within each case
 (``task_bootstrap=True``: most heuristics are deterministic, so seeds alone
 would give zero-width intervals).
 
-The aggregate functions are rliable's (``rliable.metrics``, pure numpy).
-Its interval estimator (``rliable.library.get_interval_estimates``) does
-not run in this environment: it needs ``arch``, rliable 1.2 pins
-``arch < 8``, arch 7 fails to import under pandas 3, and under arch 8 rliable
-passes a keyword (``random_state``) that arch 8 refuses. So the intervals
+The aggregate functions are ``rliable.metrics``' formulas written out here
+with numpy and scipy (core dependencies), so scores need no extra; the
+numbers are rliable's to the bit (``tests/test_card.py`` compares them when
+rliable is installed). rliable's interval estimator
+(``rliable.library.get_interval_estimates``) does not run in this
+environment: it needs ``arch``, rliable 1.2 pins ``arch < 8``, arch 7
+fails to import under pandas 3, and under arch 8 rliable passes a keyword
+(``random_state``) that arch 8 refuses. So the intervals
 come from :func:`stratified_bootstrap`, rliable's ``StratifiedBootstrap``
 with ``task_bootstrap=True`` and its percentile method, written out here
 (cases resampled with replacement, then seeds within each drawn case),
@@ -30,11 +33,12 @@ seeded so that the page is reproducible.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import scipy.stats
-from rliable import metrics
 
 from ddl_gym.baselines import HEURISTICS
 
@@ -91,22 +95,27 @@ def score_matrix(
 
 
 # -- aggregates (lower normalised JCT is better) ------------------------------------------
+# Each is rliable.metrics' function of the same name, with its arithmetic.
 def iqm(x: np.ndarray) -> float:
-    return float(metrics.aggregate_iqm(x))
+    """Interquartile mean: the 25% trimmed mean of every run of every case."""
+    return float(scipy.stats.trim_mean(x, proportiontocut=0.25, axis=None))  # type: ignore[arg-type]
 
 
 def mean(x: np.ndarray) -> float:
-    return float(metrics.aggregate_mean(x))
+    """Mean over cases of the per-case mean over runs."""
+    return float(np.mean(np.mean(x, axis=0)))
 
 
 def median(x: np.ndarray) -> float:
-    return float(metrics.aggregate_median(x))
+    """Median over cases of the per-case mean over runs."""
+    return float(np.median(np.mean(x, axis=0)))
 
 
 def optimality_gap(x: np.ndarray) -> float:
-    """Mean of max(x - 1, 0): rliable's gap (mean of max(gamma - s, 0)) on
+    """Mean of max(x - 1, 0): rliable's gap (gamma - mean(min(s, gamma))) on
     s = -x with gamma = -1, since here lower is better."""
-    return float(metrics.aggregate_optimality_gap(-x, gamma=-1))
+    gamma = -1.0
+    return float(gamma - np.mean(np.minimum(-x, gamma)))
 
 
 AGGREGATES: dict[str, Callable[[np.ndarray], float]] = {
@@ -119,8 +128,18 @@ AGGREGATES: dict[str, Callable[[np.ndarray], float]] = {
 
 def probability_of_improvement(x: np.ndarray, y: np.ndarray) -> float:
     """P(a run of x has a lower normalised JCT than a run of y on the same
-    case), averaged over cases (rliable's, on negated scores)."""
-    return float(metrics.probability_of_improvement(-x, -y))
+    case; ties count half), averaged over cases: rliable's (the Mann-Whitney
+    U statistic over all pairs of runs, 0.5 for identical columns) on
+    negated scores."""
+    sx, sy = -np.asarray(x, dtype=float), -np.asarray(y, dtype=float)
+    per_case = []
+    for task in range(sx.shape[1]):
+        if np.array_equal(sx[:, task], sy[:, task]):
+            per_case.append(0.5)
+        else:
+            u = scipy.stats.mannwhitneyu(sx[:, task], sy[:, task], alternative="greater")
+            per_case.append(u.statistic / (sx.shape[0] * sy.shape[0]))
+    return float(np.mean(per_case))
 
 
 # -- the same metrics over a batch of resampled matrices ---------------------------------
@@ -302,3 +321,209 @@ def plot_performance_profiles(
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+# -- the card of one policy against reference records -------------------------------------
+CITATION = (
+    "cite: ddl-gym {version} (CITATION.cff), benchmark {suite} (suite sha256 {hash}), "
+    "{split} split, scored against the shipped heuristic reference (commit {commit})"
+)
+
+
+@dataclass(frozen=True)
+class Card:
+    """One policy's normalised score card (:func:`normalised_card`).
+
+    ``cases``: per case its mean JCT, the best heuristic there and its mean
+    JCT (over the same seeds), the normalised score (ratio of the two: 1 =
+    as good as the best heuristic, lower is better), P(a run of the policy
+    beats a run of that heuristic), and with bounds the lower bound on mean
+    JCT and the ``position`` (policy JCT - bound) / (best heuristic JCT -
+    bound): 1 = the best heuristic, 0 = the bound. ``aggregates``: rows
+    ``IQM``, ``mean``, ``median``, ``optimality gap`` of the normalised
+    scores, ``P(improvement)`` over the best heuristic of each case, and with
+    bounds ``position IQM`` / ``position mean``; columns ``value``, ``lo``,
+    ``hi`` (95% stratified-bootstrap CI). ``families``: IQM and mean of the
+    normalised scores per family. ``reference``: the reference's provenance.
+    """
+
+    policy: str
+    suite: str
+    split: str
+    seeds: int
+    cases: pd.DataFrame
+    aggregates: pd.DataFrame
+    families: pd.DataFrame
+    reference: dict[str, Any]
+    reps: int
+    method: str
+    notes: tuple[str, ...] = ()
+
+    def citation(self) -> str:
+        return CITATION.format(
+            version=self.reference.get("ddl_gym", "?"),
+            suite=self.suite,
+            hash=self.reference.get("suite_hash", "?"),
+            split=self.split,
+            commit=self.reference.get("commit", "?"),
+        )
+
+    def text(self) -> str:
+        """The card as text (times in hours)."""
+        c = self.cases
+        shown = pd.DataFrame(
+            {
+                "case": c["case"],
+                "family": c["family"],
+                "mean JCT (h)": c["mean_jct_s"] / 3600,
+                "best heuristic": c["best"],
+                "its JCT (h)": c["best_jct_s"] / 3600,
+                "normalised": c["normalised"],
+                "P(better)": c["p_improvement"],
+            }
+        )
+        if "position" in c:
+            shown["bound (h)"] = c["bound_s"] / 3600
+            shown["position"] = c["position"]
+        agg = self.aggregates
+        width = max(len(str(k)) for k in agg.index)
+        lines = [
+            f"{self.policy} on {self.suite} {self.split}: {len(c)} cases x {self.seeds} seeds; "
+            "normalised mean JCT = policy's / best heuristic's of the case (lower is better)",
+            shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"),
+            "",
+            f"aggregate [95% CI] ({self.method}, {self.reps} resamples):",
+        ]
+        for name, row in agg.iterrows():
+            lines.append(
+                f"  {str(name):{width}s}  {row['value']:.3f} [{row['lo']:.3f}, {row['hi']:.3f}]"
+            )
+        if len(self.families) > 1:
+            lines.append("per family, IQM [95% CI] (mean):")
+            for _, row in self.families.iterrows():
+                lines.append(
+                    f"  {row['family']:{width}s}  {row['IQM']:.3f} [{row['IQM lo']:.3f}, "
+                    f"{row['IQM hi']:.3f}] ({row['mean']:.3f}), {row['cases']} cases"
+                )
+        ref = self.reference
+        lines += [
+            "",
+            f"reference: {ref.get('path', '?')} ({len(ref.get('heuristics', ()))} heuristics: "
+            f"{', '.join(ref.get('heuristics', ()))}); suite sha256 {ref.get('suite_hash')}, "
+            f"ddl-gym {ref.get('ddl_gym')} at commit {ref.get('commit')}",
+            *self.notes,
+            self.citation(),
+        ]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def __getitem__(self, column: str) -> pd.Series:
+        """A column of the per-case table (``card["normalised"]``)."""
+        return self.cases[column]
+
+
+def normalised_card(
+    records: pd.DataFrame,
+    reference: pd.DataFrame,
+    heuristics: Sequence[str],
+    bounds: Mapping[tuple[str, int], float] | None = None,
+    reps: int = REPS,
+) -> dict[str, Any]:
+    """The parts of a :class:`Card` for one policy's ``records`` (status ok)
+    against the ``reference`` records of the suite's ``heuristics`` on the
+    same (case, seed)s: ``cases``, ``aggregates``, ``families``, ``seeds``,
+    ``method``. ``bounds``: per (case, seed) a lower bound on mean JCT
+    (adds ``position``). Raises ValueError when a (heuristic, case, seed)
+    has no reference record, or when cases ran different numbers of seeds
+    (the bootstrap needs a (seeds x cases) matrix)."""
+    cases = list(dict.fromkeys(records["case"]))
+    ref = reference[reference["policy"].isin(heuristics) & ~reference["clairvoyant"].astype(bool)]
+    jct = {
+        (str(p), str(c), int(s)): float(v)
+        for p, c, s, v in ref[["policy", "case", "seed", "mean_jct_s"]].itertuples(index=False)
+    }
+    cols_p, cols_b, cols_q, rows = [], [], [], []
+    with_bounds = bounds is not None and bool(bounds)
+    for case in cases:
+        mine = records[records["case"] == case].sort_values("seed")
+        seeds = [int(s) for s in mine["seed"]]
+        per_h: dict[str, np.ndarray] = {}
+        for h in heuristics:
+            missing = [s for s in seeds if (h, case, s) not in jct]
+            if missing:
+                raise ValueError(
+                    f"no reference record of {h} on {case} seed(s) {missing}: the card "
+                    "needs the heuristics' runs on the same (case, seed)s"
+                )
+            per_h[h] = np.array([jct[(h, case, s)] for s in seeds])
+        means = {h: float(v.mean()) for h, v in per_h.items()}
+        best = min(heuristics, key=lambda h: means[h])  # first of the suite's order on ties
+        base = means[best]
+        p = mine["mean_jct_s"].to_numpy(dtype=float)
+        cols_p.append(p / base)
+        cols_b.append(per_h[best] / base)
+        row: dict[str, Any] = {
+            "case": case,
+            "family": str(mine["family"].iloc[0]),
+            "seeds": len(seeds),
+            "mean_jct_s": float(p.mean()),
+            "best": best,
+            "best_jct_s": base,
+            "normalised": float(p.mean()) / base,
+            "p_improvement": probability_of_improvement(
+                (p / base)[:, None], (per_h[best] / base)[:, None]
+            ),
+        }
+        if with_bounds:
+            assert bounds is not None
+            missing = [s for s in seeds if (case, s) not in bounds]
+            if missing:
+                with_bounds = False
+            else:
+                b = np.array([bounds[(case, s)] for s in seeds])
+                span = base - float(b.mean())
+                row["bound_s"] = float(b.mean())
+                row["position"] = (float(p.mean()) - float(b.mean())) / span
+                cols_q.append((p - b) / span)
+        rows.append(row)
+    lengths = {len(c) for c in cols_p}
+    if len(lengths) != 1:
+        raise ValueError(f"cases ran different numbers of seeds ({sorted(lengths)})")
+    table = pd.DataFrame(rows)
+    P, B = np.stack(cols_p, axis=1), np.stack(cols_b, axis=1)
+    point, ci = stratified_bootstrap([P], batch_aggregates, reps)
+    names = list(AGGREGATES)
+    values = {n: (point[i], ci[0][i], ci[1][i]) for i, n in enumerate(names)}
+    pp, pci = stratified_bootstrap([P, B], batch_improvement, reps)
+    values["P(improvement)"] = (pp[0], pci[0][0], pci[1][0])
+    if with_bounds:
+        Q = np.stack(cols_q, axis=1)
+        qp, qci = stratified_bootstrap([Q], batch_aggregates, reps)
+        values["position IQM"] = (qp[0], qci[0][0], qci[1][0])
+        values["position mean"] = (qp[1], qci[0][1], qci[1][1])
+    else:
+        table = table.drop(columns=["bound_s", "position"], errors="ignore")
+    aggregates = pd.DataFrame.from_dict(values, orient="index", columns=["value", "lo", "hi"])
+    fam_rows = []
+    for fam in dict.fromkeys(table["family"]):
+        idx = [i for i, f in enumerate(table["family"]) if f == fam]
+        fp, fci = stratified_bootstrap([P[:, idx]], batch_aggregates, reps)
+        fam_rows.append(
+            {
+                "family": fam,
+                "cases": len(idx),
+                "IQM": fp[0],
+                "IQM lo": fci[0][0],
+                "IQM hi": fci[1][0],
+                "mean": fp[1],
+            }
+        )
+    return {
+        "cases": table,
+        "aggregates": aggregates,
+        "families": pd.DataFrame(fam_rows),
+        "seeds": lengths.pop(),
+        "method": "stratified bootstrap over cases, then seeds",
+    }

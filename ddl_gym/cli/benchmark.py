@@ -6,6 +6,7 @@
     ddl-gym benchmark evaluate --policy mypkg.sched:act --quick
     ddl-gym benchmark leaderboard --agent --resume           # docs/benchmark.md
     ddl-gym benchmark datasets --split train --root runs/minari  # Minari datasets
+    ddl-gym benchmark reference --suite ddl-gym-v1 --check   # the shipped heuristic records
 
 ``register(sub)`` adds the command to the ``ddl-gym`` parser.
 """
@@ -46,7 +47,9 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         required=True,
         help="a heuristic (" + ", ".join((*HEURISTICS, *ORACLES)) + "), 'agent' (the shipped "
         "model), 'agent:PATH' (an SB3/sb3-contrib zip with its config), 'portfolio' (the "
-        "shipped model, Tiresias and Gandiva chosen online by replay), or 'module:function'",
+        "shipped model, Tiresias and Gandiva chosen online by replay), or 'module:function' "
+        "(imported from the current directory or the import path: a function f(view) -> "
+        "Action, a Policy class or object; see docs/write_a_scheduler.md)",
     )
     e.add_argument("--name", help="name in the records (default: the policy spec)")
     e.add_argument(
@@ -90,6 +93,22 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     _dataset_args(ds)
 
+    rf = actions.add_parser(
+        "reference",
+        help="rerun the suite's heuristics: write or check the shipped reference records",
+        description="Rerun every heuristic of the suite on the test and validation splits "
+        "and the quick sub-suite (or --split) and write the reference records the "
+        "normalised card is scored against (ddl_gym/benchmarks/reference/SUITE.json), or "
+        "with --check compare: exit 1 naming each (policy, case, seed) whose record differs "
+        "(cpu_s and the code commit aside).",
+    )
+    rf.add_argument("--suite", default=DEFAULT_SUITE)
+    rf.add_argument("--split", choices=("test", "validation", "quick"), help="only this one")
+    rf.add_argument("--check", action="store_true", help="compare instead of writing")
+    rf.add_argument("--file", type=Path, help="reference file (default: the package's)")
+    rf.add_argument("--no-progress", action="store_true")
+    rf.set_defaults(func=cmd_reference)
+
     sh = actions.add_parser("show", help="list a suite's cases and its hash")
     sh.add_argument("--suite", default=DEFAULT_SUITE)
     sh.add_argument("--split", default="all", help="train, validation, test or all")
@@ -132,39 +151,91 @@ def _suite_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from ddl_gym.benchmarks.evaluate import evaluate
-    from ddl_gym.cli.common import parse_seeds
+    from ddl_gym.benchmarks.policies import PolicyFailure
+    from ddl_gym.cli.common import CliError, parse_seeds
 
     seeds = parse_seeds(args.seeds) if args.seeds else None
-    scores = evaluate(
-        args.policy,
-        suite=args.suite,
-        split=args.split,
-        seeds=seeds,
-        out_dir=args.out,
-        resume=args.resume,
-        progress=not args.no_progress,
-        quick=args.quick,
-        name=args.name,
-        cases=args.case,
-        backend=args.backend,
-        env_id=args.env_id,
-        env_kwargs=json.loads(args.env_kwargs) if args.env_kwargs else None,
-    )
+    try:
+        scores = evaluate(
+            args.policy,
+            suite=args.suite,
+            split=args.split,
+            seeds=seeds,
+            out_dir=args.out,
+            resume=args.resume,
+            progress=not args.no_progress,
+            quick=args.quick,
+            name=args.name,
+            cases=args.case,
+            backend=args.backend,
+            env_id=args.env_id,
+            env_kwargs=json.loads(args.env_kwargs) if args.env_kwargs else None,
+        )
+    except PolicyFailure as err:  # the policy's fault: one line (--debug: the traceback)
+        raise CliError(str(err)) from err
     print(f"{scores.policy} on {scores.suite} {scores.split}: {len(scores.records)} runs")
     if scores.records.empty:
         print("no case of this split runs this policy")
         return 1
-    card = scores.card()
-    shown = card.assign(  # hours read better than seconds
-        mean_jct_h=card["mean_jct_s"] / 3600,
-        p95_jct_h=card["p95_jct_s"] / 3600,
-        makespan_h=card["makespan_s"] / 3600,
-    )[["case", "mean_jct_h", "p95_jct_h", "makespan_h", "comm_overhead", "preemptions"]]
-    print(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print_card(scores)
     for _, row in scores.unsupported.drop_duplicates("case").iterrows():
         print(f"skipped {row['case']}: {row['reason']}")
     if args.out is not None:
         print(f"runs in {args.out}")
+    return 0
+
+
+def print_card(scores) -> None:
+    """The normalised card against the shipped reference (with its
+    provenance and a citation line); where there is no reference for these
+    runs, says why and prints the raw metrics instead."""
+    from ddl_gym.benchmarks.reference import ReferenceError
+
+    try:
+        print(scores.card())
+        return
+    except (ReferenceError, ValueError) as e:
+        print(f"no normalised card: {e}")
+    print("raw metrics (means over seeds):")
+    m = scores.metrics()
+    shown = m.assign(  # hours read better than seconds
+        mean_jct_h=m["mean_jct_s"] / 3600,
+        p95_jct_h=m["p95_jct_s"] / 3600,
+        makespan_h=m["makespan_s"] / 3600,
+    )[["case", "mean_jct_h", "p95_jct_h", "makespan_h", "comm_overhead", "preemptions"]]
+    print(shown.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+
+
+def cmd_reference(args: argparse.Namespace) -> int:
+    from ddl_gym.benchmarks.reference import (
+        REFERENCE_SPLITS,
+        Reference,
+        differences,
+        generate,
+        merged,
+        reference_path,
+    )
+
+    path = args.file or reference_path(args.suite)
+    splits = [args.split] if args.split else list(REFERENCE_SPLITS)
+    fresh = generate(args.suite, splits, progress=not args.no_progress)
+    stored = Reference.from_json(json.loads(path.read_text()), path) if path.is_file() else None
+    if args.check:
+        if stored is None:
+            print(f"no reference records at {path}")
+            return 1
+        diff = differences(stored, fresh)
+        for line in diff:
+            print(line)
+        n = sum(len(p.records) for p in fresh.splits.values())
+        if diff:
+            print(f"{len(diff)} differences from {path} ({', '.join(splits)})")
+            return 1
+        print(f"{path}: {n} records of {', '.join(splits)} rerun bit for bit (cpu_s aside)")
+        return 0
+    out = merged(stored, fresh).write(path)
+    n = sum(len(p.records) for p in fresh.splits.values())
+    print(f"wrote {n} records of {', '.join(splits)} to {out}")
     return 0
 
 
