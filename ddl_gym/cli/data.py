@@ -132,7 +132,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     width = max((len(r.path) for r in rows), default=0)
     for r in rows:
         state = r.state
-        if r.state != OK and not r.file.fetchable:
+        if not r.file.fetchable:  # made by running code: no origin to download
             state += ", not fetchable (derived)"
         extra = (
             f"  got {r.got[:12]}, expected {r.file.sha256[:12]}"
