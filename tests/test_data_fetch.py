@@ -52,6 +52,7 @@ class Origins:
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}  # "repo/commit/path" -> bytes
         self.interrupt: set[str] = set()  # first request: half the body, then close
+        self.ignore_range = False  # answer a Range request with the whole file (200)
         self.requests: list[tuple[str, str | None]] = []  # (key, Range header)
         self.lock = threading.Lock()
 
@@ -75,7 +76,7 @@ def _handler(origins: Origins) -> type[BaseHTTPRequestHandler]:
                 self.send_error(404, "Not Found")
                 return
             start = 0
-            if rng and rng.startswith("bytes=") and rng.endswith("-"):
+            if rng and not origins.ignore_range and rng.startswith("bytes=") and rng.endswith("-"):
                 start = int(rng[len("bytes=") : -1])
                 if start >= len(body):
                     self.send_error(416, "Range Not Satisfiable")
@@ -417,6 +418,17 @@ def test_an_interrupted_download_resumes_with_a_range_request(data_dir, server, 
     assert report.downloads == 2
     for p in PHILLY_WEEKS:
         assert (tmp_path / "data" / p).read_bytes() == (data_dir / p).read_bytes()
+
+
+def test_a_server_without_ranges_sends_the_whole_file_again(data_dir, server, tmp_path):
+    origins, url = server
+    origins.files = build_origins(data_dir, [TIRESIAS])
+    key = origin_key(TIRESIAS)
+    origins.interrupt.add(key)
+    origins.ignore_range = True
+    report = fetch([TIRESIAS], tmp_path, url)
+    assert report.ok and len(origins.requests) == 2  # the half is dropped, not appended to
+    assert (tmp_path / TIRESIAS).read_bytes() == (data_dir / TIRESIAS).read_bytes()
 
 
 def test_an_interrupted_run_resumes_in_the_next_run(data_dir, server, tmp_path):
