@@ -562,7 +562,10 @@ def test_discover_traces(data_dir: Path) -> None:
         "n32g4",
     ):
         assert not_a_trace not in names
-    assert len(found) == 18  # 7 dally + philly + 8 pollux + tiresias + alibaba
+    assert sum(k.startswith("traces/philly/") for k in found) == 5  # five calendar weeks
+    assert sum(k.startswith("traces/sia_newtrace/") for k in found) == 10
+    # 7 dally + 5 philly + 8 pollux + 10 sia + tiresias + alibaba
+    assert len(found) == 32
 
 
 def test_philly_week(data_dir: Path) -> None:
