@@ -439,7 +439,9 @@ def normalised_card(
     has no reference record, or when cases ran different numbers of seeds
     (the bootstrap needs a (seeds x cases) matrix)."""
     cases = list(dict.fromkeys(records["case"]))
-    ref = reference[reference["policy"].isin(heuristics) & ~reference["clairvoyant"].astype(bool)]
+    seer = set(reference.loc[reference["clairvoyant"].astype(bool), "policy"])
+    heuristics = [h for h in heuristics if h not in seer]  # an oracle is never the baseline
+    ref = reference[reference["policy"].isin(heuristics)]
     jct = {
         (str(p), str(c), int(s)): float(v)
         for p, c, s, v in ref[["policy", "case", "seed", "mean_jct_s"]].itertuples(index=False)
