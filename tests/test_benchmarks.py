@@ -373,27 +373,7 @@ def test_leaderboard_report_on_quick(data_dir, tmp_path):
     assert img.is_file() and img.stat().st_size > 1000
 
 
-# -- offline datasets ------------------------------------------------------------------
-def test_datasets_record_heuristic_episodes(data_dir, tmp_path, monkeypatch):
-    minari = pytest.importorskip("minari")
-    pytest.importorskip("pyarrow")
-    from ddl_gym.benchmarks.datasets import build_datasets
-
-    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))
-    case = get_suite().quick[0]
-    made = build_datasets(
-        quick=True, cases=[case.name], policies=["fifo"], root=tmp_path, progress=False
-    )
-    (summary,) = made
-    assert summary.episodes == len(case.seeds) and summary.dropped == 0
-    data = minari.load_dataset(summary.dataset_id)
-    assert data.total_episodes == len(case.seeds)
-    episode = next(data.iterate_episodes())
-    assert len(episode.actions) == len(episode.rewards) > 0
-    # the rewards sum to minus the total JCT (hours): the fifo run's mean JCT
-    run = evaluate("fifo", quick=True, cases=[case.name], seeds=[0], progress=False).records
-    jobs = run["jobs"].iloc[0]
-    assert -episode.rewards.sum() * 3600 / jobs == pytest.approx(run["mean_jct_s"].iloc[0])
+# -- offline datasets: tests/test_datasets.py ------------------------------------------
 
 
 # -- the command -------------------------------------------------------------------------
@@ -450,57 +430,6 @@ def test_ddl_gym_evaluate_suite_is_the_benchmark_command(data_dir, tmp_path, cap
     assert main([*argv, "--seeds", "0", "--out", str(out), "--no-progress"]) == 0
     assert len(list(out.glob("*.json"))) == len(get_suite().quick)
     assert "fifo on ddl-gym-v1" in capsys.readouterr().out
-
-
-def test_behaviour_cloning_reads_a_minari_dataset(data_dir, tmp_path, monkeypatch):
-    """A heuristic's Minari dataset (masks in infos) feeds the agents' warm
-    start: ``agents.bc.from_minari`` gives demonstrations in the flattened
-    env's space, every action valid under its mask, and ``pretrain`` fits a
-    MaskablePPO policy on them better than chance."""
-    pytest.importorskip("minari")
-    pytest.importorskip("sb3_contrib")
-    from ddl_gym.agents.bc import from_minari, pretrain
-    from ddl_gym.agents.config import BCConfig
-    from ddl_gym.baselines import make_policy
-    from sb3_contrib import MaskablePPO
-
-    from ddl_gym.benchmarks.datasets import build_datasets, case_env
-    from ddl_gym.env.wrappers import FlattenClusterObs
-
-    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))
-    case = get_suite().quick[0]
-    (summary,) = build_datasets(
-        quick=True, cases=[case.name], policies=["fifo"], root=tmp_path, K=8, M=8, progress=False
-    )
-    demos = from_minari([summary.dataset_id], gamma=0.99)
-    assert len(demos.actions) == summary.steps
-    assert demos.masks[np.arange(len(demos.actions)), demos.actions].all()
-    env = FlattenClusterObs(case_env(case, case.seeds[0], make_policy("fifo"), 8, 8))
-    assert demos.obs.shape[1:] == env.observation_space.shape
-    model = MaskablePPO("MlpPolicy", env, seed=0, device="cpu")
-    fit = pretrain(model.policy, demos, BCConfig(epochs=3, batch_size=64), seed=0)
-    chance = float(np.mean(1.0 / demos.masks.sum(axis=1)))
-    assert fit["accuracy"] > chance
-
-
-def test_datasets_cut_an_episode_where_the_policy_leaves_the_windows(data_dir, tmp_path):
-    """With windows of one pending and one running job, Tiresias soon picks a
-    job the env cannot express: the episode is kept up to there, truncated,
-    one observation and mask more than actions, and Minari loads it."""
-    minari = pytest.importorskip("minari")
-    from ddl_gym.benchmarks.datasets import build_datasets
-
-    case = get_suite().quick[0]
-    (summary,) = build_datasets(
-        quick=True, cases=[case.name], policies=["tiresias"], root=tmp_path, K=1, M=1,
-        progress=False,
-    )  # fmt: skip
-    assert summary.cut > 0 and summary.episodes + summary.dropped == len(case.seeds)
-    for episode in minari.load_dataset(summary.dataset_id).iterate_episodes():
-        n = len(episode.actions)
-        assert episode.truncations[-1] or episode.terminations[-1]
-        assert len(episode.infos["action_mask"]) == n + 1
-        assert all(len(v) == n + 1 for v in episode.observations.values())
 
 
 def test_load_policy_speaks_of_windows_and_clusters(readme_sb3_zip):

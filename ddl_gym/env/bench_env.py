@@ -22,6 +22,7 @@ from ddl_gym.env.sources import EpisodeSource
 from ddl_gym.traces import Trace
 
 DEFAULT_SUITE = "ddl-gym-v2"
+QUICK = "quick"  # split= name of the suite's quick sub-suite (smoke runs, datasets' tests)
 # arguments the case sets; giving them to the bench env is an error
 CASE_ARGUMENTS = ("trace", "cluster", "fabric", "congestion")
 # (case, seed) episode sources kept (each holds its trace, and for whole-case
@@ -90,7 +91,8 @@ class BenchEnv(SetClusterEnv):
 
     * ``suite`` (``"ddl-gym-v2"``): a suite name (``ddl_gym.benchmarks.get_suite``).
     * ``split`` (``"train"``): ``"train"``, ``"validation"`` or ``"test"``
-      (see Splits above).
+      (see Splits above); ``"quick"``: the suite's quick sub-suite (tiny
+      test-like cases for smoke runs, in no split).
     * ``cases``: names of cases of the split to draw from (default: all).
     * ``seeds``: workload seeds to draw from (default: each case's own seeds,
       the ones the benchmark runs). Other seeds of a case of a generator
@@ -129,10 +131,10 @@ class BenchEnv(SetClusterEnv):
                 f"BenchEnv: {', '.join(given)} come(s) from each case; pick cases with "
                 "cases=[...] instead"
             )
-        if split not in SPLITS:
-            raise ValueError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
+        if split not in (*SPLITS, QUICK):
+            raise ValueError(f"unknown split {split!r}; known: {', '.join(SPLITS)}, {QUICK}")
         the_suite = get_suite(suite)  # unknown suite: ValueError naming the known ones
-        chosen = the_suite.select(split)
+        chosen = the_suite.select(split, quick=split == QUICK)
         if cases is not None:
             if isinstance(cases, str):
                 cases = [cases]
@@ -264,7 +266,8 @@ def trace_files(**kwargs: Any) -> list[str]:
     from ddl_gym.benchmarks.workload import SYNTHETIC
 
     suite = get_suite(kwargs.get("suite", DEFAULT_SUITE))
-    chosen = suite.select(kwargs.get("split", "train"))
+    split = kwargs.get("split", "train")
+    chosen = suite.select(split, quick=split == QUICK)
     cases = kwargs.get("cases")
     if cases is not None:
         wanted = {cases} if isinstance(cases, str) else set(cases)
