@@ -354,11 +354,16 @@ def test_intervals_cover_the_point_and_shrink_with_more_cases():
 
 
 def test_leaderboard_report_on_quick(data_dir, tmp_path):
-    from ddl_gym.benchmarks.leaderboard import write_leaderboard
+    """The quick page regenerated from nothing (empty --out, no resume): the
+    command it states, the position column, the user's policy in it, and
+    the heuristics' runs equal to the shipped reference records (cpu_s and
+    the commit aside: the engine is deterministic)."""
+    from ddl_gym.benchmarks.leaderboard import leaderboard_command, write_leaderboard
 
     doc = tmp_path / "bench.md"
     img = tmp_path / "img" / "profile.png"
     pytest.importorskip("matplotlib")
+    mine = "tests.test_benchmarks:first_fit"
     write_leaderboard(
         out_dir=tmp_path / "runs",
         doc=doc,
@@ -366,11 +371,36 @@ def test_leaderboard_report_on_quick(data_dir, tmp_path):
         quick=True,
         progress=False,
         reps=200,
+        resume=False,
+        extra=[mine],
     )
     text = doc.read_text()
     assert "IQM [95% CI]" in text and "n/a" not in text
     assert "dally-1-2" in text and "sjf (oracle)" in text
     assert img.is_file() and img.stat().st_size > 1000
+    command = leaderboard_command(
+        "ddl-gym-v1", quick=True, extra=[mine], reps=200, doc=doc, img=img
+    )
+    assert f"\n    {command}\n" in text and "--resume" not in command
+    assert f"--policy {mine}" in command
+    assert "| position [95% CI] |" in text and "lower bound on mean JCT" in text
+    assert f"| {mine} |" in text
+
+    from ddl_gym.benchmarks.reference import load_reference
+
+    stored = load_reference("ddl-gym-v1").split("quick").records
+    runs = tmp_path / "runs" / "ddl-gym-v1" / "quick"
+    heuristics = get_suite("ddl-gym-v1").heuristics
+    assert {r["policy"] for r in stored} == set(heuristics)
+
+    def comparable(record):
+        out = {k: v for k, v in record.items() if k != "cpu_s"}
+        out["provenance"] = {k: v for k, v in record["provenance"].items() if k != "commit"}
+        return out
+
+    for r in stored:
+        path = runs / r["policy"] / f"{r['case']}__seed{r['seed']}.json"
+        assert comparable(json.loads(path.read_text())) == comparable(r), path
 
 
 # -- offline datasets: tests/test_datasets.py ------------------------------------------

@@ -1,29 +1,78 @@
-"""The leaderboard: every heuristic (and the shipped agent) on a suite split,
-aggregated with rliable, written as ``docs/benchmark.md`` and a profile PNG.
+"""The leaderboard: every heuristic and oracle (and the shipped agent) on a
+suite split, aggregated as rliable does, written as ``docs/benchmark.md`` and
+a performance-profile PNG.
 
     ddl-gym benchmark leaderboard --suite ddl-gym-v1 --split test --agent
 
 Runs go to ``--out`` (one folder per policy, one JSON per finished case and
-seed; ``--resume`` reuses them). The page is generated whole: edit the text
-here, not in the page.
+seed; ``--resume`` reuses them). The page states the command that
+regenerates it from nothing (:func:`leaderboard_command`: no ``--resume``)
+and is generated whole: edit the text here, not in the page.
+
+Each policy is placed between the best heuristic of each case (the suite's
+own ``Suite.heuristics``) and the lower bound on mean JCT of each (case,
+seed) (:mod:`ddl_gym.benchmarks.bounds`): ``position = (mean JCT - bound) /
+(best heuristic's mean JCT - bound)``, 1 = the best heuristic, 0 = the
+bound, per case and as the mean over cases. Policies passed with
+``--policy`` (``extra``) are the user's: the profile plot draws them last,
+thicker and first in its legend.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ddl_gym.baselines import HEURISTICS, ORACLES
+from ddl_gym.baselines import ORACLES
 from ddl_gym.benchmarks import stats
+from ddl_gym.benchmarks.bounds import case_lower_bound
 from ddl_gym.benchmarks.evaluate import evaluate, slug
 from ddl_gym.benchmarks.suite import Suite, get_suite, suite_hash
 
-COMMAND = "ddl-gym benchmark leaderboard --suite ddl-gym-v1 --split test --agent --resume"
+DOC = "docs/benchmark.md"
+IMG = "docs/img/benchmark_profile.png"
+REPS = 2000  # the command's --reps default
 TAUS = np.geomspace(0.5, 30.0, 120)
+
+
+def leaderboard_command(
+    suite: str = "ddl-gym-v1",
+    split: str = "test",
+    agent: bool = False,
+    extra: Sequence[str] = (),
+    quick: bool = False,
+    reps: int = REPS,
+    doc: str | Path = DOC,
+    img: str | Path = IMG,
+) -> str:
+    """The command line that regenerates a page from nothing (no ``--resume``)."""
+    parts = ["ddl-gym benchmark leaderboard", f"--suite {suite}"]
+    parts.append("--quick" if quick else f"--split {split}")
+    if agent:
+        parts.append("--agent")
+    parts += [f"--policy {p}" for p in extra]
+    if reps != REPS:
+        parts.append(f"--reps {reps}")
+    if str(doc) != DOC:
+        parts.append(f"--doc {doc}")
+    if str(img) != IMG:
+        parts.append(f"--img {img}")
+    return " ".join(parts)
+
+
+def run_bounds(suite: Suite, records: pd.DataFrame) -> dict[tuple[str, int], float]:
+    """The lower bound on mean JCT of every (case, seed) in ``records``."""
+    out: dict[tuple[str, int], float] = {}
+    for case, seed in records[["case", "seed"]].drop_duplicates().itertuples(index=False):
+        out[(str(case), int(seed))] = case_lower_bound(suite.case(str(case)), int(seed))
+    return out
 
 
 def run_policies(
@@ -58,8 +107,35 @@ def _ci(x: float, lo: float, hi: float, fmt: str = "{:.3f}") -> str:
     return f"{fmt.format(x)} [{fmt.format(lo)}, {fmt.format(hi)}]"
 
 
-def _label(policy: str) -> str:
-    return f"{policy} (oracle)" if policy in ORACLES else policy
+def _oracles(records: pd.DataFrame) -> set[str]:
+    """The policies whose runs read true job sizes (clairvoyant records)."""
+    if "clairvoyant" not in records:
+        return set(ORACLES) & set(records["policy"])
+    return set(records.loc[records["clairvoyant"].astype(bool), "policy"])
+
+
+def _labeller(oracles: set[str]) -> Callable[[str], str]:
+    return lambda policy: f"{policy} (oracle)" if policy in oracles else policy
+
+
+def position_matrix(
+    records: pd.DataFrame,
+    baseline: pd.Series,
+    bounds: Mapping[tuple[str, int], float],
+    cases: Sequence[str],
+) -> np.ndarray:
+    """One policy's positions as a (seeds x cases) matrix: per run
+    ``(JCT - bound) / (best heuristic's mean JCT - the case's mean bound)``;
+    its mean over seeds is the case's position. NaN where the best heuristic
+    reaches the bound (no room between them)."""
+    cols = []
+    for case in cases:
+        runs = records[records["case"] == case].sort_values("seed")
+        b = np.array([bounds[(case, int(s))] for s in runs["seed"]])
+        span = float(baseline[case]) - float(b.mean())
+        jct = runs["mean_jct_s"].to_numpy(dtype=float)
+        cols.append((jct - b) / span if span > 0 else np.full(len(jct), np.nan))
+    return np.stack(cols, axis=1)
 
 
 def _matrices(norm: pd.DataFrame, cases: Sequence[str]) -> dict[str, np.ndarray]:
@@ -70,11 +146,13 @@ def _matrices(norm: pd.DataFrame, cases: Sequence[str]) -> dict[str, np.ndarray]
     }
 
 
-def design_table(records: pd.DataFrame, baseline: pd.Series) -> pd.DataFrame:
+def design_table(
+    records: pd.DataFrame, baseline: pd.Series, heuristics: Sequence[str]
+) -> pd.DataFrame:
     """Per case: best and worst non-oracle heuristic (mean over seeds), the
     spread (worst / best - 1) and the network effect (the largest comm
     overhead of multi-server jobs among the heuristics)."""
-    h = records[records["policy"].isin(HEURISTICS)]
+    h = records[records["policy"].isin(heuristics)]
     per = h.groupby(["case", "policy"], sort=False)["mean_jct_s"].mean().unstack("policy")
     net = h.groupby("case", sort=False)["multi_server_comm_overhead"].max()
     multi = h.groupby("case", sort=False)["multi_server_jobs"].mean()
@@ -120,11 +198,20 @@ def build_report(
     img_link: str | None = None,
     reps: int = stats.REPS,
     other_splits: dict[str, pd.DataFrame] | None = None,
+    bounds: Mapping[tuple[str, int], float] | None = None,
+    highlight: Sequence[str] = (),
+    command: str | None = None,
 ) -> str:
     """The leaderboard page (markdown) for ``records`` of ``split``;
     ``other_splits``: heuristic records of other splits, for their "why each
-    case is in" tables."""
-    baseline = stats.baseline_jct(records)
+    case is in" tables; ``bounds``: the lower bound on mean JCT per (case,
+    seed), which adds the ``position`` columns; ``highlight``: the user's
+    policies, drawn on top in the profile plot; ``command``: the command the
+    page says regenerates it (default: :func:`leaderboard_command` of the
+    suite and split)."""
+    heuristics = suite.heuristics
+    label = _labeller(_oracles(records))
+    baseline = stats.baseline_jct(records, heuristics)
     norm = stats.normalised(records, baseline)
     cases = list(dict.fromkeys(c.name for c in suite.select(split)))
     cases = [c for c in cases if c in set(norm["case"])]
@@ -133,7 +220,7 @@ def build_report(
     jct_h = records.groupby("policy")["mean_jct_s"].mean() / 3600
     overall = pd.DataFrame(
         {
-            "policy": [_label(p) for p in table["policy"]],
+            "policy": [label(p) for p in table["policy"]],
             "IQM [95% CI]": [_ci(r["IQM"], r["IQM lo"], r["IQM hi"]) for _, r in table.iterrows()],
             "mean [95% CI]": [
                 _ci(r["mean"], r["mean lo"], r["mean hi"]) for _, r in table.iterrows()
@@ -146,6 +233,12 @@ def build_report(
             "mean JCT (h), all runs": [jct_h[p] for p in table["policy"]],
         }
     )
+    positions: dict[str, np.ndarray] = {}
+    if bounds is not None:
+        for p, g in records.groupby("policy", sort=False):
+            if str(p) in mats:
+                positions[str(p)] = position_matrix(g, baseline, bounds, cases)
+        overall["position [95% CI]"] = [_position_ci(positions[p], reps) for p in table["policy"]]
     # per family: IQM of the family's cases (runs x cases of that family)
     fam_of = {c.name: c.family for c in suite.select(split)}
     fam_rows = []
@@ -158,15 +251,15 @@ def build_report(
         for _, r in ft.iterrows():
             fam_points[r["policy"]][fam] = _ci(r["IQM"], r["IQM lo"], r["IQM hi"], "{:.2f}")
     for p in table["policy"]:
-        fam_rows.append({"policy": _label(p)} | {f: fam_points[p].get(f, "") for f in families})
+        fam_rows.append({"policy": label(p)} | {f: fam_points[p].get(f, "") for f in families})
     per_family = pd.DataFrame(fam_rows)
 
-    challengers = [p for p in table["policy"] if p not in HEURISTICS][:4]
-    top = [p for p in table["policy"] if p in HEURISTICS][:2]
-    imp = stats.improvement_table(mats, HEURISTICS, reps, policies=challengers + top)
+    challengers = [p for p in table["policy"] if p not in heuristics][:4]
+    top = [p for p in table["policy"] if p in heuristics][:2]
+    imp = stats.improvement_table(mats, heuristics, reps, policies=challengers + top)
     imp_tab = pd.DataFrame(
         {
-            "policy": [_label(p) for p in imp["policy"]],
+            "policy": [label(p) for p in imp["policy"]],
             "over": imp["over"],
             "P(improvement) [95% CI]": [
                 _ci(r["P"], r["P lo"], r["P hi"], "{:.2f}") for _, r in imp.iterrows()
@@ -183,7 +276,7 @@ def build_report(
         c = stats.by_score_then_name(c, c["normalised"], c.index)
         frame = pd.DataFrame(
             {
-                "policy": [_label(p) for p in c.index],
+                "policy": [label(p) for p in c.index],
                 "normalised": c["normalised"],
                 "mean JCT (h)": c["mean_jct_s"] / 3600,
                 "p95 JCT (h)": c["p95_jct_s"] / 3600,
@@ -192,9 +285,23 @@ def build_report(
                 "preemptions": c["preemptions"],
             }
         )
-        card_lines.append(f"#### {case}\n\nbest non-oracle heuristic: {best[case]}\n")
+        head = f"#### {case}\n\nbest non-oracle heuristic: {best[case]}"
+        if bounds is not None:
+            k = cases.index(case)
+            frame.insert(
+                2,
+                "position",
+                [
+                    float(np.mean(positions[str(p)][:, k])) if str(p) in positions else np.nan
+                    for p in c.index
+                ],
+            )
+            bound_h = np.mean([v for (cn, _), v in bounds.items() if cn == case]) / 3600
+            head += f"; lower bound on mean JCT: {bound_h:.2f} h"
+        card_lines.append(head + "\n")
         formats = {
             "normalised": "{:.3f}",
+            "position": "{:.3f}",
             "mean JCT (h)": "{:.2f}",
             "p95 JCT (h)": "{:.1f}",
             "makespan (h)": "{:.0f}",
@@ -203,22 +310,27 @@ def build_report(
         }
         card_lines.append(markdown_table(frame, formats) + "\n")
 
-    design = design_table(records[records["case"].isin(cases)], baseline)
+    design = design_table(records[records["case"].isin(cases)], baseline, heuristics)
+    if bounds is not None:
+        design["bound / best"] = [
+            np.mean([v for (cn, _), v in bounds.items() if cn == case]) / baseline[case]
+            for case in design["case"]
+        ]
     if img_path is not None:
         taus = TAUS
         points, cis = stats.performance_profile(mats, taus, reps=min(reps, 1000))
-        labelled = {_label(p): v for p, v in points.items()}
-        labelled_ci = {_label(p): v for p, v in cis.items()}
-        stats.plot_performance_profiles(
-            labelled,
-            labelled_ci,
+        plot_profiles(
+            points,
+            cis,
             taus,
-            str(img_path),
+            img_path,
             title=f"{suite.name} {split}: performance profiles (95% CIs)",
+            label=label,
+            highlight=highlight,
         )
     cpu = records.groupby("policy")["cpu_s"].sum()
     others = {
-        name: design_table(rec, stats.baseline_jct(rec))
+        name: design_table(rec, stats.baseline_jct(rec, heuristics), heuristics)
         for name, rec in (other_splits or {}).items()
     }
     return _page(
@@ -235,7 +347,85 @@ def build_report(
         cpu,
         records,
         others,
+        command or leaderboard_command(suite.name, split),
+        sorted(_oracles(records)),
+        bounds is not None,
     )
+
+
+def _position_ci(q: np.ndarray, reps: int) -> str:
+    """Mean over cases of the per-case position, with its 95% CI."""
+    if np.isnan(q).any():
+        return "-"
+    point, ci = stats.stratified_bootstrap([q], stats.batch_aggregates, reps)
+    return _ci(point[1], ci[0][1], ci[1][1])
+
+
+def plot_profiles(
+    points: Mapping[str, np.ndarray],
+    cis: Mapping[str, np.ndarray],
+    taus: np.ndarray,
+    path: str | Path,
+    title: str = "",
+    label: Callable[[str], str] = str,
+    highlight: Sequence[str] = (),
+) -> None:
+    """A PNG of the performance profiles (matplotlib: an optional extra). The
+    ``highlight`` policies (the user's) are drawn last, thicker, and come
+    first in the legend; oracles dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    colours = plt.get_cmap("tab20")  # (20 colours: ``colours(i)`` is the i-th)
+    mine = [p for p in highlight if p in points]
+    order = [p for p in points if p not in mine] + mine
+    handles = {}
+    for i, name in enumerate(order):
+        y, text = points[name], label(name)
+        top = name in mine
+        style = "--" if text.endswith("(oracle)") else "-"
+        colour = "black" if top and len(mine) == 1 else colours(i % 20)
+        (line,) = ax.plot(
+            taus,
+            y,
+            style,
+            label=text,
+            linewidth=3.2 if top else 1.6,
+            color=colour,
+            zorder=10 if top else 2,
+        )
+        ax.fill_between(
+            taus,
+            cis[name][0],
+            cis[name][1],
+            color=line.get_color(),
+            alpha=0.15 if top else 0.07,
+            zorder=9 if top else 1,
+        )
+        handles[name] = line
+    ax.set_xscale("log")
+    ax.set_xlim(taus[0], taus[-1])
+    ax.set_xlabel("tau: mean JCT / best non-oracle heuristic's on the case")
+    ax.set_ylabel("fraction of runs with score <= tau")
+    ax.set_ylim(0, 1.02)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.axvline(1.0, color="black", linewidth=0.8, linestyle=":")
+    if title:
+        ax.set_title(title)
+    legend = [*mine, *(p for p in points if p not in mine)]
+    ax.legend(
+        [handles[p] for p in legend],
+        [label(p) for p in legend],
+        fontsize=8,
+        loc="lower right",
+        ncol=2,
+    )
+    fig.tight_layout()
+    fig.savefig(str(path), dpi=120)
+    plt.close(fig)
 
 
 def _page(
@@ -252,6 +442,9 @@ def _page(
     cpu: pd.Series,
     records: pd.DataFrame,
     others: dict[str, pd.DataFrame],
+    command: str,
+    oracles: Sequence[str],
+    with_position: bool,
 ) -> str:
     cases = suite.select(split)
     case_rows = pd.DataFrame(
@@ -271,7 +464,8 @@ def _page(
         "",
         "<!-- generated by ddl_gym.benchmarks.leaderboard: do not edit by hand -->",
         "",
-        f"Regenerate this page (and `docs/img/benchmark_profile.png`) with:\n\n    {COMMAND}\n",
+        "Regenerate this page and its profile plot from nothing (every run again, no "
+        f"`--resume`) with:\n\n    {command}\n",
         "Score your own scheduler on the same cases with one call "
         '(`ddl_gym.benchmarks.evaluate(policy, suite="ddl-gym-v1", split="test")`, or '
         "`ddl-gym benchmark evaluate --policy NAME|agent:PATH|module:function`); "
@@ -301,8 +495,22 @@ def _page(
         f"* {split} split: {len(cases)} cases x their seeds = {n_runs} runs per policy.",
         "* **Normalised score** of a policy on a case: its mean JCT (mean over the case's "
         "seeds) / the best non-oracle heuristic's mean JCT on that case: a ratio of "
-        "means, 1.0 = as good as the best heuristic there, **lower is better**. Oracles "
-        "(sjf, srtf) read true job sizes and are never the baseline.",
+        "means, 1.0 = as good as the best heuristic there, **lower is better**. The "
+        f"heuristics of `{suite.name}`: {', '.join(suite.heuristics)}. Oracles "
+        f"({', '.join(oracles) or 'none here'}) read true job sizes and are never the baseline.",
+        *(
+            [
+                "* **Position** of a policy on a case: (its mean JCT - the lower bound) / "
+                "(the best heuristic's mean JCT - the lower bound): 1 = as good as the best "
+                "heuristic, 0 = the lower bound, below 0 impossible. The bound "
+                "(`ddl_gym.benchmarks.bounds`, per case and seed) is the larger of each job "
+                "alone at its fastest placement and a fluid relaxation of the cluster's GPUs "
+                "run shortest-remaining-first; no schedule can beat it, and it need not be "
+                "reachable. The leaderboard's position: the mean over cases [95% CI].",
+            ]
+            if with_position
+            else []
+        ),
         "* **Aggregates** over the (seeds x cases) score matrix, as rliable defines them "
         "(Agarwal et al., NeurIPS 2021; `rliable.metrics`): interquartile mean (IQM), mean, "
         "median (of per-case means) and optimality gap (mean of max(score - 1, 0): how far "
@@ -400,8 +608,8 @@ def write_leaderboard(
     suite_name: str = "ddl-gym-v1",
     split: str = "test",
     out_dir: str | Path = "runs/benchmark",
-    doc: str | Path = "docs/benchmark.md",
-    img: str | Path = "docs/img/benchmark_profile.png",
+    doc: str | Path = DOC,
+    img: str | Path = IMG,
     agent: bool = False,
     extra: Sequence[str] = (),
     design_splits: Sequence[str] = ("validation",),
@@ -410,31 +618,45 @@ def write_leaderboard(
     quick: bool = False,
     reps: int = stats.REPS,
 ) -> Path:
-    """Run every heuristic and oracle (+ with ``agent`` the shipped agent and
-    its replay portfolio, + ``extra`` policy specs) on ``split``, and the
-    heuristics on ``design_splits``, and write the page; returns its path."""
+    """Run the suite's heuristics and every oracle (+ with ``agent`` the
+    shipped agent and its replay portfolio, + ``extra`` policy specs: the
+    user's, highlighted in the plot) on ``split``, and the heuristics on
+    ``design_splits``, compute the lower bound of every (case, seed), and
+    write the page; returns its path. With ``progress`` the time it took is
+    printed (stderr)."""
+    wall0, cpu0 = time.perf_counter(), time.process_time()
     suite = get_suite(suite_name)
-    policies = [*HEURISTICS, *ORACLES, *(["agent", "portfolio"] if agent else []), *extra]
+    heuristics = list(suite.heuristics)
+    extra = list(dict.fromkeys(extra))
+    policies = [*heuristics, *ORACLES, *(["agent", "portfolio"] if agent else []), *extra]
+    policies = list(dict.fromkeys(policies))  # a named heuristic or oracle runs once
     out = Path(out_dir) / suite_name / ("quick" if quick else split)
     records = run_policies(policies, suite_name, split, out, resume, progress, quick)
     other_splits = {}
     if not quick:
         for name in design_splits:
             other = Path(out_dir) / suite_name / name
-            recs = run_policies(HEURISTICS, suite_name, name, other, resume, progress)
+            recs = run_policies(heuristics, suite_name, name, other, resume, progress)
             other_splits[name] = recs
     doc_path, img_path = Path(doc), Path(img)
     img_path.parent.mkdir(parents=True, exist_ok=True)
     split_name = split
     if quick:
-        suite = Suite(suite.name, suite.quick, suite.quick)
+        suite = dataclasses.replace(suite, cases=suite.quick)
         records = records.assign(split="test")
         split_name = "test"
+    bounds = run_bounds(suite, records)
     try:
         link = str(img_path.resolve().relative_to(doc_path.resolve().parent))
     except ValueError:
         link = str(img_path.resolve())
-    page = build_report(records, suite, split_name, img_path, link, reps, other_splits)
+    command = leaderboard_command(suite_name, split, agent, extra, quick, reps, doc, img)
+    page = build_report(
+        records, suite, split_name, img_path, link, reps, other_splits, bounds, extra, command
+    )
     doc_path.parent.mkdir(parents=True, exist_ok=True)
     doc_path.write_text(page)
+    if progress:
+        wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+        print(f"{command}: {wall / 60:.1f} min wall, {cpu / 60:.1f} CPU-min", file=sys.stderr)
     return doc_path
