@@ -123,9 +123,10 @@ class Suite:
     # the non-oracle heuristics whose best mean JCT per case is the baseline
     # of the normalised score (consumers read this, not baselines.HEURISTICS)
     heuristics: tuple[str, ...] = LEGACY_HEURISTICS
-    # the hash covers each input file's SHA-256 (ddl-gym-v3 on): a suite is
-    # its data too. False for v1/v2, whose pinned hashes cover names only.
-    hash_inputs: bool = False
+    # the hash covers each input file's SHA-256: a suite is its data too.
+    # True for every suite from ddl-gym-v3 on (the default, so a new suite
+    # cannot forget it); v1 and v2 say False: their pinned hashes cover names.
+    hash_inputs: bool = True
 
     def select(self, split: str = "test", quick: bool = False) -> tuple[Case, ...]:
         """The cases of ``split`` (``"all"``: every split); ``quick``: the quick
@@ -334,7 +335,7 @@ def _v1() -> Suite:
               W(SYNTHETIC, synthetic=_SYNTHETIC_QUICK, seed_offset=2000, arrival_scale=0.353),
               "2x2x4", pcie, "heavy", "quick: generator seeds 2000-2002, never in a split"),
     )  # fmt: skip
-    return Suite("ddl-gym-v1", cases, quick)
+    return Suite("ddl-gym-v1", cases, quick, hash_inputs=False)
 
 
 # -- ddl-gym-v2 ------------------------------------------------------------------
@@ -386,7 +387,7 @@ def _v2() -> Suite:
         for c in (*v1.select("validation"), *extra)
     )
     cases = (*v1.select("test"), *validation, *v1.select("train"))
-    return Suite("ddl-gym-v2", cases, v1.quick)
+    return Suite("ddl-gym-v2", cases, v1.quick, hash_inputs=False)
 
 
 SUITES = {"ddl-gym-v1": _v1, "ddl-gym-v2": _v2}
