@@ -28,8 +28,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "benchmark",
         help="score a scheduler on a versioned benchmark suite",
         description="Score any scheduler on the fixed cases of a benchmark suite "
-        "(train / validation / test), write one JSON per finished run, aggregate with "
-        "rliable; see docs/benchmark.md.",
+        "(train / validation / test), write one JSON per finished run, and score it "
+        "against the shipped heuristic reference (IQM, bootstrap CIs); see docs/benchmark.md.",
         epilog=(__doc__ or "").split("\n\n")[1],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
