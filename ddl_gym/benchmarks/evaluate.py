@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from ddl_gym.benchmarks.policies import PolicySpec, resolve_policy
+from ddl_gym.benchmarks.policies import PolicySpec, policy_failure, resolve_policy
 from ddl_gym.benchmarks.provenance import (
     actual_inputs,
     check_inputs,
@@ -292,7 +292,16 @@ def evaluate(
                 case, seed = runs[i]
                 if bar is not None:
                     bar.set_postfix_str(f"{case.name} s{seed}")
-                keep(i, run_case(spec, case, seed, suite=suite))
+                try:
+                    record = run_case(spec, case, seed, suite=suite)
+                except Exception as err:  # one PolicyFailure naming policy, case and seed
+                    failure = policy_failure(spec.name, case.name, seed, err)
+                    if failure is None:  # the input data, not the policy
+                        raise
+                    if bar is not None:
+                        bar.leave = False  # the error line alone stays on screen
+                    raise failure from err
+                keep(i, record)
                 if bar is not None:
                     bar.update(1)
         finally:

@@ -6,18 +6,46 @@ factory making a fresh policy per run (heuristics keep state between runs
 otherwise), and whether it reads true job sizes (the oracles). Torch and the
 agents package are imported only for ``agent`` specs, so the core stays
 importable without them.
+
+Policies from outside the project (``module:function`` strings, objects,
+callables) run inside :class:`CheckedPolicy`, which names what is wrong with
+an action before the engine sees it. Whatever goes wrong with a policy --
+its spec does not resolve, its code raises, it returns something that is
+not an action, the engine refuses its action, it never places -- reaches
+the caller as one :class:`PolicyFailure` naming the policy (and the case and
+seed of the run), with a one-line message.
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
 import importlib
 import inspect
+import operator
+import os
+import sys
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ddl_gym.baselines import ORACLES, POLICY_NAMES, make_policy
+from ddl_gym.engine import InvalidAction, Job, Place, Preempt, StalledError, Wait
+from ddl_gym.perf import Level
 from ddl_gym.topology import Cluster
+
+# A policy that waits at this many decision points in a row while no job runs
+# and jobs wait will never place: with ticks or its own wake-ups the engine
+# would call it forever (without them it stops with StalledError at once).
+IDLE_WAITS = 10_000
+# run_policy's own bound on actions at one instant, checked here first so the
+# error names the policy and says what it did
+ACTIONS_PER_INSTANT = 100_000
+POLICY_PROTOCOL = (
+    "a class or object with reset(view, seed) and act(view) -> Action, a zero-argument "
+    "factory of one, or a function f(view) -> Action"
+)
 
 
 @dataclass(frozen=True)
@@ -25,6 +53,67 @@ class PolicySpec:
     name: str
     factory: Callable[[], Any]
     clairvoyant: bool = False
+
+
+class PolicyFailure(Exception):
+    """A policy failed: its spec does not resolve to a policy, or a run of it
+    raised (its own code, an action the engine refused, a policy that never
+    places).
+
+    ``policy``: its name; ``cause``: the exception; ``case`` / ``seed``: the
+    run (None when no run was involved); ``where``: the policy's step that
+    raised (``"reset"``, ``"act"``, ``"engine_kwargs"``, ``"making it"``,
+    ``"importing 'mod'"``) when its own code raised, else None; ``message``:
+    what went wrong, when not the cause's own text. ``str()`` is one line:
+    ``policy 'mymod:f' on case quick-synthetic@pcie16 seed 0: act raised
+    ZeroDivisionError: division by zero``.
+    """
+
+    def __init__(
+        self,
+        policy: str,
+        cause: BaseException,
+        case: str | None = None,
+        seed: int | None = None,
+        where: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        super().__init__(policy, cause, case, seed, where, message)  # (pickles)
+        self.policy = policy
+        self.cause = cause
+        self.case = case
+        self.seed = seed
+        self.where = where
+        self.message = message
+
+    def __str__(self) -> str:
+        run = f"policy {self.policy!r}"
+        if self.case is not None:
+            run += f" on case {self.case}"
+        if self.seed is not None:
+            run += f" seed {self.seed}"
+        what = self.message
+        if what is None:
+            what = f"{type(self.cause).__name__}: {self.cause}"
+            if self.where is not None:
+                what = f"{self.where} raised {what}"
+        return " ".join(f"{run}: {what}".split())  # one line, whatever the cause's text
+
+
+def policy_failure(policy: str, case: str, seed: int, error: Exception) -> PolicyFailure | None:
+    """``error`` raised by a run of ``policy`` on ``case`` / ``seed`` as a
+    :class:`PolicyFailure` (saying which of the policy's steps raised, when
+    its own code did); None when the run's input is at fault, not the policy
+    (a missing or altered data file, a malformed trace)."""
+    from ddl_gym.benchmarks.provenance import InputChecksumError
+    from ddl_gym.benchmarks.workload import DataMissingError
+    from ddl_gym.traces import TraceError
+
+    if isinstance(error, PolicyFailure):
+        return error
+    if isinstance(error, DataMissingError | InputChecksumError | TraceError):
+        return None
+    return PolicyFailure(policy, error, case, seed, where=_where(error))
 
 
 class CallablePolicy:
@@ -41,16 +130,192 @@ class CallablePolicy:
         return self.fn(view)
 
 
+class CheckedPolicy:
+    """An outside policy whose actions are checked before the engine sees
+    them: an act() result that is not an action (None, a string, the class
+    ``Wait`` rather than ``Wait()``), a job reference that is not a job index
+    (a ``Job`` object, its ``job_id`` string, a float), a level that is not a
+    :class:`~ddl_gym.perf.Level`, waiting for ever while the cluster idles
+    with jobs queued, or acting for ever at one instant each raise at once,
+    with a message that says what to return instead. Every other attribute
+    (``engine_kwargs``, ``supports``, ``name``, ...) is the policy's own."""
+
+    def __init__(self, policy: Any) -> None:
+        self.policy = policy
+        self._idle = 0  # decision points in a row it waited while nothing ran
+        self._instant = -1
+        self._acts = 0  # actions at this instant
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr == "policy":  # (not set yet: copying, unpickling)
+            raise AttributeError(attr)
+        return getattr(self.policy, attr)
+
+    def reset(self, view: Any, seed: int | None = None) -> None:
+        self._idle, self._instant, self._acts = 0, -1, 0
+        self.policy.reset(view, seed=seed)
+
+    def engine_kwargs(self) -> dict[str, Any]:
+        get: Callable[[], Mapping[str, Any]] | None = getattr(self.policy, "engine_kwargs", None)
+        return self._check_settings(get()) if callable(get) else {}
+
+    def _check_settings(self, settings: Any) -> dict[str, Any]:
+        if not isinstance(settings, Mapping):
+            raise TypeError(f"engine_kwargs() returned {_short(settings)}, not a dict")
+        known = _engine_settings()
+        unknown = sorted(map(str, set(settings) - known))
+        if unknown:
+            raise TypeError(
+                f"engine_kwargs() returned unknown engine setting(s) {unknown} "
+                f"(the Engine takes {', '.join(sorted(known))})"
+            )
+        return dict(settings)
+
+    def act(self, view: Any) -> Any:
+        action = self.policy.act(view)
+        self._check(action, view)
+        return action
+
+    def _check(self, action: Any, view: Any) -> None:
+        if isinstance(action, Wait):
+            if view.n_running == 0 and view.pending:
+                self._idle += 1
+                if self._idle >= IDLE_WAITS:
+                    raise StalledError(
+                        f"t={view.now:.6g}s: it waited at {self._idle} decision points in a "
+                        f"row while no job ran and {len(view.pending)} job(s) waited: it "
+                        "never places"
+                    )
+            else:
+                self._idle = 0
+            return
+        if not isinstance(action, Place | Preempt):
+            hint = " (the class, not an instance: return Wait())" if action is Wait else ""
+            raise InvalidAction(
+                f"act returned {_short(action)}{hint}, not an action: return "
+                "Place(job_index, level), Preempt(job_index) or Wait() (from ddl_gym.engine)"
+            )
+        kind = type(action).__name__
+        job = action.job
+        if type(job) is not int:
+            if isinstance(job, Job):
+                got = f"a Job object (job_id {job.job_id!r}): pass its .index, {job.index}"
+            else:
+                got = f"{type(job).__name__} {_short(job)}"
+            try:
+                ok = not isinstance(job, bool | float) and operator.index(job) == job
+            except TypeError:
+                ok = False
+            if not ok:
+                raise InvalidAction(
+                    f"{kind}(job) takes the job's index (an int, Job.index: e.g. "
+                    f"view.pending[0].index), got {got}"
+                )
+        if isinstance(action, Place) and not isinstance(action.level, Level):
+            try:
+                Level(action.level)
+            except ValueError:
+                raise InvalidAction(
+                    f"Place(job, level): level is a ddl_gym.engine.Level (MACHINE, RACK or "
+                    f"NETWORK), got {_short(action.level)}"
+                ) from None
+        self._idle = 0
+        if view.instant != self._instant:
+            self._instant, self._acts = view.instant, 0
+        self._acts += 1
+        if self._acts >= ACTIONS_PER_INSTANT:
+            raise RuntimeError(
+                f"t={view.now:.6g}s: it took {self._acts} actions at one instant without "
+                f"waiting (the last: {action!r}); return Wait() when done"
+            )
+
+
+@functools.cache
+def _engine_settings() -> frozenset[str]:
+    """The keyword arguments of :class:`~ddl_gym.engine.Engine` a policy may set."""
+    from ddl_gym.engine import Engine
+
+    params = inspect.signature(Engine).parameters.values()
+    return frozenset(p.name for p in params if p.kind is p.KEYWORD_ONLY)
+
+
+class _Maker:
+    """A factory of checked policies: ``make()`` is the outside policy's
+    own (a class or zero-argument factory)."""
+
+    def __init__(self, make: Callable[[], Any], label: str) -> None:
+        self.make = make
+        self.label = label
+
+    def __call__(self) -> CheckedPolicy:
+        return _checked(self.make(), self.label)
+
+
+def _checked(made: Any, label: str) -> CheckedPolicy:
+    if not _is_policy(made):
+        raise TypeError(f"{label}() made {_short(made)}, {_not_policy(made)}")
+    return CheckedPolicy(made)
+
+
+# The policy's steps, by the code that calls into it (see _where).
+_STEPS = {
+    CheckedPolicy.reset.__code__: "reset",
+    CheckedPolicy.act.__code__: "act",
+    CheckedPolicy.engine_kwargs.__code__: "engine_kwargs",
+    _Maker.__call__.__code__: "making it",
+}
+# ... and the checks here, which say themselves what is wrong
+_CHECKS = {
+    CheckedPolicy._check.__code__,
+    CheckedPolicy._check_settings.__code__,
+    _checked.__code__,
+}
+
+
+def _where(error: BaseException) -> str | None:
+    """The policy step (reset, act, ...) whose own code raised ``error``; None
+    when a check here or the engine raised it."""
+    frames = [frame.f_code for frame, _ in traceback.walk_tb(error.__traceback__)]
+    if not frames or frames[-1] in _CHECKS:
+        return None
+    steps = [_STEPS[code] for code in frames if code in _STEPS]
+    return steps[-1] if steps else None
+
+
+def _short(obj: Any, limit: int = 80) -> str:
+    text = repr(obj)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _is_policy(obj: Any) -> bool:
     return callable(getattr(obj, "act", None)) and callable(getattr(obj, "reset", None))
 
 
+def _not_policy(obj: Any) -> str:
+    missing = [m for m in ("reset", "act") if not callable(getattr(obj, m, None))]
+    return f"not a policy (no {' or '.join(missing)} method; want {POLICY_PROTOCOL})"
+
+
 def _from_object(obj: Any, name: str | None) -> PolicySpec:
-    """A Policy instance, a Policy class, a factory or a plain ``f(view)``."""
-    if inspect.isclass(obj) and _is_policy(obj):
-        return PolicySpec(name or obj.__name__, obj)
+    """A Policy instance, a Policy class, a factory or a plain ``f(view)``;
+    each run gets a fresh :class:`CheckedPolicy` around it."""
+    if inspect.isclass(obj):
+        if not _is_policy(obj):
+            raise TypeError(f"class {obj.__name__} is {_not_policy(obj)}")
+        try:
+            inspect.signature(obj).bind()
+        except TypeError as err:
+            raise TypeError(
+                f"class {obj.__name__} cannot be made without arguments ({err}): give a "
+                "zero-argument factory or an instance"
+            ) from None
+        except ValueError:  # no signature to read (a builtin): try it at run time
+            pass
+        label = name or obj.__name__
+        return PolicySpec(label, _Maker(obj, label))
     if _is_policy(obj):
-        return PolicySpec(name or getattr(obj, "name", type(obj).__name__), lambda: obj)
+        label = name or getattr(obj, "name", type(obj).__name__)
+        return PolicySpec(label, _Maker(lambda: obj, label))
     if callable(obj):
         label = name or getattr(obj, "__name__", "callable")
         try:
@@ -58,12 +323,46 @@ def _from_object(obj: Any, name: str | None) -> PolicySpec:
         except (TypeError, ValueError):
             n_params = 1
         if n_params == 0:  # a factory: called once per run
-            return PolicySpec(label, obj)
-        return PolicySpec(label, lambda: CallablePolicy(obj, label))
+            return PolicySpec(label, _Maker(obj, label))
+        return PolicySpec(label, _Maker(lambda: CallablePolicy(obj, label), label))
     raise TypeError(
-        f"not a policy: {obj!r} (want a heuristic name, 'agent[:PATH]', 'module:function', "
-        "an object with reset(view, seed) and act(view), or a callable f(view) -> Action)"
+        f"{_short(obj)} is not a policy (want a heuristic name, 'agent[:PATH]', "
+        f"'module:function', {POLICY_PROTOCOL})"
     )
+
+
+def _import(spec: str, module: str, attr: str) -> Any:
+    """``module``'s attribute ``attr`` (dotted: ``Class.method``), the current
+    directory first on the import path while importing (a user's ``mymod.py``
+    beside them, also from the ``ddl-gym`` script, whose path has no cwd)."""
+    cwd = os.getcwd()
+    added = all(os.path.abspath(p or os.curdir) != cwd for p in sys.path)
+    if added:
+        sys.path.insert(0, cwd)
+    try:
+        obj = importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        if err.name is not None and (module + ".").startswith(err.name + "."):
+            raise PolicyFailure(
+                spec,
+                err,
+                message=f"no module named {err.name!r} (looked in the current directory "
+                f"{cwd} and on the import path)",
+            ) from err
+        raise PolicyFailure(spec, err, where=f"importing {module!r}") from err
+    except Exception as err:  # its code raised, or it does not parse (SyntaxError)
+        raise PolicyFailure(spec, err, where=f"importing {module!r}") from err
+    finally:
+        if added:
+            sys.path.remove(cwd)
+    owner = f"module {module!r}"
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError as err:
+            raise PolicyFailure(spec, err, message=f"{owner} has no attribute {part!r}") from err
+        owner = f"{module}:{attr[: attr.index(part) + len(part)]}"
+    return obj
 
 
 def _agent(
@@ -133,12 +432,16 @@ def resolve_policy(
             return PolicySpec(name or spec, _portfolio)
         module, sep, attr = spec.partition(":")
         if sep and module and attr:
-            obj = importlib.import_module(module)
-            for part in attr.split("."):
-                obj = getattr(obj, part)
-            return _from_object(obj, name or spec)
+            obj = _import(spec, module, attr)
+            try:
+                return _from_object(obj, name or spec)
+            except TypeError as err:
+                raise PolicyFailure(name or spec, err, message=str(err)) from err
+        close = difflib.get_close_matches(spec, [*POLICY_NAMES, "agent", "portfolio"], n=1)
         raise ValueError(
-            f"unknown policy {spec!r}: a heuristic ({', '.join(POLICY_NAMES)}), "
+            f"unknown policy {spec!r}"
+            + (f" (did you mean {close[0]!r}?)" if close else "")
+            + f": a heuristic ({', '.join(POLICY_NAMES)}), "
             "'agent', 'agent:PATH', 'portfolio' or 'module:function'"
         )
     return _from_object(spec, name)

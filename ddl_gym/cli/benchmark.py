@@ -47,7 +47,9 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         required=True,
         help="a heuristic (" + ", ".join((*HEURISTICS, *ORACLES)) + "), 'agent' (the shipped "
         "model), 'agent:PATH' (an SB3/sb3-contrib zip with its config), 'portfolio' (the "
-        "shipped model, Tiresias and Gandiva chosen online by replay), or 'module:function'",
+        "shipped model, Tiresias and Gandiva chosen online by replay), or 'module:function' "
+        "(imported from the current directory or the import path: a function f(view) -> "
+        "Action, a Policy class or object; see docs/write_a_scheduler.md)",
     )
     e.add_argument("--name", help="name in the records (default: the policy spec)")
     e.add_argument(
@@ -149,24 +151,28 @@ def _suite_args(p: argparse.ArgumentParser) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from ddl_gym.benchmarks.evaluate import evaluate
-    from ddl_gym.cli.common import parse_seeds
+    from ddl_gym.benchmarks.policies import PolicyFailure
+    from ddl_gym.cli.common import CliError, parse_seeds
 
     seeds = parse_seeds(args.seeds) if args.seeds else None
-    scores = evaluate(
-        args.policy,
-        suite=args.suite,
-        split=args.split,
-        seeds=seeds,
-        out_dir=args.out,
-        resume=args.resume,
-        progress=not args.no_progress,
-        quick=args.quick,
-        name=args.name,
-        cases=args.case,
-        backend=args.backend,
-        env_id=args.env_id,
-        env_kwargs=json.loads(args.env_kwargs) if args.env_kwargs else None,
-    )
+    try:
+        scores = evaluate(
+            args.policy,
+            suite=args.suite,
+            split=args.split,
+            seeds=seeds,
+            out_dir=args.out,
+            resume=args.resume,
+            progress=not args.no_progress,
+            quick=args.quick,
+            name=args.name,
+            cases=args.case,
+            backend=args.backend,
+            env_id=args.env_id,
+            env_kwargs=json.loads(args.env_kwargs) if args.env_kwargs else None,
+        )
+    except PolicyFailure as err:  # the policy's fault: one line (--debug: the traceback)
+        raise CliError(str(err)) from err
     print(f"{scores.policy} on {scores.suite} {scores.split}: {len(scores.records)} runs")
     if scores.records.empty:
         print("no case of this split runs this policy")

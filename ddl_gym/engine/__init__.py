@@ -8,6 +8,7 @@ from ddl_gym.engine.metrics import JOB_COLUMNS, Result, summarize
 from ddl_gym.engine.policy import Policy
 from ddl_gym.engine.simulate import PolicyEngineWarning, run_policy, simulate
 from ddl_gym.engine.view import EngineView
+from ddl_gym.perf import Level  # Place(job, level)'s level, beside the actions
 
 __all__ = [
     "JOB_COLUMNS",
@@ -18,6 +19,7 @@ __all__ = [
     "InvalidAction",
     "Job",
     "LeaseHints",
+    "Level",
     "Place",
     "Policy",
     "PolicyEngineWarning",

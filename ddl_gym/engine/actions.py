@@ -14,8 +14,12 @@ class Wait:
 
 @dataclass(frozen=True, slots=True)
 class Place:
-    """Start pending job ``job`` (its index) on the tightest placement whose
-    span is at most ``level`` (machine < rack < network)."""
+    """Start pending job ``job`` on the tightest placement whose span is at
+    most ``level`` (``Level.MACHINE`` < ``RACK`` < ``NETWORK``).
+
+    ``job`` is the job's index, an int: ``Job.index``, its position in
+    ``view.jobs`` (``Place(view.pending[0].index)``), not the ``Job`` object,
+    not its ``job_id`` string and not its position in ``view.pending``."""
 
     job: int
     level: Level = Level.NETWORK
@@ -23,7 +27,8 @@ class Place:
 
 @dataclass(frozen=True, slots=True)
 class Preempt:
-    """Checkpoint running job ``job`` and return it to the queue."""
+    """Checkpoint running job ``job`` (its index, ``Job.index``, as for
+    :class:`Place`) and return it to the queue."""
 
     job: int
 
