@@ -39,6 +39,7 @@ def test_suite_hash_is_pinned(name):
     assert suite_hash(get_suite(name)) == PINNED[name]
 
 
+@pytest.mark.needs_data
 def test_v1_covers_families_shapes_and_congestion():
     suite = get_suite("ddl-gym-v1")
     test = suite.select("test")

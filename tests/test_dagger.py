@@ -116,6 +116,7 @@ def tiny_run(tmp_path_factory):
     return run_dagger(cfg, out, progress=False)
 
 
+@pytest.mark.needs_data
 def test_tiny_dagger_run_records_a_learning_curve(tiny_run):
     curve = json.loads((tiny_run.parent / "curve.json").read_text())
     assert [row["iteration"] for row in curve] == [0, 1]
@@ -124,6 +125,7 @@ def test_tiny_dagger_run_records_a_learning_curve(tiny_run):
     assert curve[1]["dataset"] > curve[0]["dataset"]  # aggregated
 
 
+@pytest.mark.needs_data
 def test_one_dagger_checkpoint_acts_on_three_cluster_shapes(tiny_run):
     from ddl_gym.agents import load_policy
 
@@ -136,6 +138,7 @@ def test_one_dagger_checkpoint_acts_on_three_cluster_shapes(tiny_run):
         assert result.summary["completed"] == len(trace)
 
 
+@pytest.mark.needs_data
 def test_dagger_policy_is_invariant_to_queue_order(tiny_run):
     import torch as th
     from ddl_gym.agents import load_policy

@@ -31,6 +31,7 @@ def test_guide_loss_is_cross_entropy_on_taught_rows_and_kl_on_the_others():
     assert float(guide_loss(logits, masks, labels, None, 1.0)) == pytest.approx(ce / 2, rel=1e-6)
 
 
+@pytest.mark.needs_data
 def test_the_teacher_labels_its_own_trajectory_and_untaught_cases_get_none():
     case = "pollux-3@seed64"
     cfg = SuitePPOConfig(
@@ -64,6 +65,7 @@ def test_the_teacher_labels_its_own_trajectory_and_untaught_cases_get_none():
     assert seen == {case, "philly-train@xrack512"}
 
 
+@pytest.mark.needs_data
 def test_the_teacher_followed_through_the_env_acts_as_the_teacher_alone():
     """Executing the labels reproduces Tiresias' own first decisions."""
     from ddl_gym.agents.teachers import label
@@ -91,6 +93,7 @@ def test_bad_guide_teachers_name_the_case():
         SuiteCaseEnv(SuitePPOConfig(guide_teachers={"pollux-3@seed64": "tiresia"}))
 
 
+@pytest.mark.needs_data
 def test_a_guided_run_anchors_at_zero_and_teaches(tmp_path):
     scores = iter([1.0, 0.9, 0.8])
 

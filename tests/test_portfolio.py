@@ -28,7 +28,7 @@ CASE = "pollux-3@seed64"  # a train case where Tiresias beats the agent by 1.9x
 
 
 @pytest.fixture(scope="module")
-def case():
+def case(data_dir):  # (data_dir: skipped without data, the case reads a Pollux trace)
     return get_suite().case(CASE)
 
 

@@ -20,6 +20,7 @@ from ddl_gym.benchmarks.suite import get_suite  # noqa: E402
 from ddl_gym.topology import Cluster  # noqa: E402
 
 
+@pytest.mark.needs_data
 def test_episodes_come_from_the_train_split_only_with_the_cases_time_unit():
     suite = get_suite()
     train = {c.name for c in suite.select("train")}
@@ -39,6 +40,7 @@ def test_episodes_come_from_the_train_split_only_with_the_cases_time_unit():
     assert len(seen) >= 6  # draws spread over the cases
 
 
+@pytest.mark.needs_data
 def test_case_weights_set_how_often_each_case_is_drawn():
     cases = ["pollux-3@seed64", "pollux-2@pcie64"]
     env = SuiteCaseEnv(SuitePPOConfig(cases=cases, case_weights={cases[0]: 3.0}))
@@ -63,6 +65,7 @@ def test_the_time_unit_is_the_best_heuristics_mean_jct(tmp_path):
     assert case_time_scales(path) == {"a": 20.0}
 
 
+@pytest.mark.needs_data
 def test_episodes_are_cut_at_max_episode_steps():
     env = SuiteCaseEnv(SuitePPOConfig(cases=["philly-train@xrack512"], max_episode_steps=7))
     env.reset(seed=0)
@@ -95,6 +98,7 @@ def tiny_run(tmp_path_factory):
     return run_suite_ppo(cfg, out, progress=False, scorer=scorer)
 
 
+@pytest.mark.needs_data
 def test_the_run_keeps_its_best_validation_iteration(tiny_run):
     out = tiny_run.parent
     curve = json.loads((out / "curve.json").read_text())
@@ -105,6 +109,7 @@ def test_the_run_keeps_its_best_validation_iteration(tiny_run):
     assert tiny_run.read_bytes() == (out / "iter1.zip").read_bytes()
 
 
+@pytest.mark.needs_data
 def test_the_fine_tuned_checkpoint_acts_on_three_cluster_shapes(tiny_run):
     from ddl_gym.agents import load_policy
 
@@ -117,6 +122,7 @@ def test_the_fine_tuned_checkpoint_acts_on_three_cluster_shapes(tiny_run):
         assert result.summary["completed"] == len(trace)
 
 
+@pytest.mark.needs_data
 def test_shape_randomisation_keeps_the_fabric_and_fits_the_widest_job():
     cfg = SuitePPOConfig(shape_p=1.0, max_episode_steps=5)
     env = SuiteCaseEnv(cfg)
@@ -133,6 +139,7 @@ def test_shape_randomisation_keeps_the_fabric_and_fits_the_widest_job():
     assert len(shapes) >= 4
 
 
+@pytest.mark.needs_data
 def test_decision_histogram_counts_every_placement_once_for_fifo():
     from ddl_gym.agents.decisions import count_decisions, shares
 
