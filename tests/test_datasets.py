@@ -95,6 +95,9 @@ def test_metadata_states_scores_permalink_and_seeds(data_dir, minari_root):
     assert meta["ref_min_score"] == min(ours["ref_scores"].values())
     assert meta["ref_max_score"] == max(ours["ref_scores"].values())
     assert meta["ref_min_score"] < meta["ref_max_score"] < 0
+    # a heuristic's reference score is its episodes' mean return (the same runs)
+    returns = [float(e.rewards.sum()) for e in data.iterate_episodes()]
+    assert ours["ref_scores"]["gandiva"] == pytest.approx(np.mean(returns), rel=1e-9)
     assert "worst / best" in ours["ref_score_definition"]
     # the best heuristic scores 1, the worst 0
     best = max(ours["ref_scores"].values())

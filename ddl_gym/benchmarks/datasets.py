@@ -151,11 +151,14 @@ class Recorded:
     policy's first action is one the env cannot express), why it was cut
     short (a key of ``TRUNCATION_REASONS``; ``""``: it was not), and how
     often the policy asked the engine for decision points of its own
-    (``wake_at``) or changed which instants are skipped (``hint``)."""
+    (``wake_at``) or changed which instants are skipped (``hint``); for a
+    complete episode, the engine's summary (the benchmark's record of the
+    run: the same engine, the same decisions)."""
 
     buffer: Any | None
     cut: str = ""
     own_instants: int = 0
+    summary: dict[str, Any] | None = None  # the engine's summary of a complete episode
 
 
 class _WatchedView(EngineView):
@@ -226,6 +229,7 @@ def record_episode(
         truncations.append(bool(truncated))
         if terminated or truncated:
             break
+    summary = info.get("summary") if terminations and terminations[-1] else None
     buffer = EpisodeBuffer(
         id=episode_id,
         seed=seed,
@@ -237,14 +241,20 @@ def record_episode(
         truncations=truncations,
         infos={"action_mask": masks},
     )
-    return Recorded(buffer, cut, view.own_instants)
+    return Recorded(buffer, cut, view.own_instants, summary)
 
 
-def reference_returns(suite: str, split: str, case: Case) -> dict[str, float]:
+def reference_returns(
+    suite: str,
+    split: str,
+    case: Case,
+    known: dict[tuple[str, int], dict[str, Any]] | None = None,
+) -> dict[str, float]:
     """Per heuristic of the suite (``Suite.heuristics``), its mean over the
     case's seeds of the whole-episode return (minus total JCT in hours), from
-    the benchmark's records: the shipped reference records where they cover
-    the (case, seed), else a run of ``run_case`` here."""
+    the benchmark's records: ``known`` ((policy, seed) -> summary, e.g. of
+    complete recorded episodes), else the shipped reference records where
+    they cover the (case, seed), else a run of ``run_case`` here."""
     from ddl_gym.benchmarks.runner import OK, run_case
 
     the_suite = get_suite(suite)
@@ -266,7 +276,7 @@ def reference_returns(suite: str, split: str, case: Case) -> dict[str, float]:
     for name in the_suite.heuristics:
         returns = []
         for seed in case.seeds:
-            record = stored.get((name, int(seed)))
+            record = (known or {}).get((name, int(seed))) or stored.get((name, int(seed)))
             if record is None:
                 record = run_case(resolve_policy(name), case, int(seed), suite=suite)
             if record.get("status") != OK:
@@ -336,8 +346,9 @@ def build_datasets(
     permalink = code_permalink()
     out: list[DatasetSummary] = []
     for case in chosen:
-        refs = reference_returns(suite, part, case)
         digests = {_trace_digest(case, int(s)) for s in case.seeds}
+        known: dict[tuple[str, int], dict[str, Any]] = {}
+        made: list[tuple[str, dict[str, Any]]] = []
         for name in names:
             spec = resolve_policy(name)
             buffers, dropped, cut, own = [], 0, 0, 0
@@ -350,6 +361,8 @@ def build_datasets(
                 own += got.own_instants
                 if got.cut:
                     reasons[got.cut] = reasons.get(got.cut, 0) + 1
+                if got.summary is not None:
+                    known[(spec.name, int(seed))] = {"status": "ok", **got.summary}
                 if got.buffer is None:
                     dropped += 1
                     continue
@@ -387,20 +400,14 @@ def build_datasets(
                         f"{len(case.seeds)} seeds (a fixed trace file, no resampling): "
                         "episodes of the same trace differ only where the policy uses its seed"
                     ),
-                    "ref_scores": refs,
-                    "ref_score_definition": (
-                        "ref_min_score / ref_max_score: the worst / best of the suite's "
-                        "heuristics on this case, each scored by its mean over the case's "
-                        "seeds of the whole-episode return (minus total JCT in hours) in "
-                        "the benchmark's runs"
-                    ),
                 }
                 with warnings.catch_warnings():
                     # Minari warns of what is expected here: no author e-mail, no
                     # separate evaluation env
                     warnings.filterwarnings("ignore", category=UserWarning, module="minari")
                     _create(minari, ident, buffers, env, spec.name, case, suite, part, K, M,
-                            refs, permalink, extra)  # fmt: skip
+                            permalink)  # fmt: skip
+                made.append((ident, extra))
             env.close()
             steps = sum(len(b.rewards) for b in buffers)
             out.append(DatasetSummary(ident, len(buffers), steps, dropped, cut))
@@ -409,7 +416,27 @@ def build_datasets(
                     f"{ident}: {len(buffers)} episodes ({cut} cut short), {steps} steps, "
                     f"{dropped} dropped"
                 )
+        # the reference scores need every heuristic's runs: the case's complete
+        # episodes give theirs (the same runs), the others come from records
+        refs = reference_returns(suite, part, case, known)
+        for ident, extra in made:
+            _set_scores(minari, ident, extra, refs)
     return out
+
+
+REF_SCORE_DEFINITION = (
+    "ref_min_score / ref_max_score: the worst / best of the suite's heuristics on this "
+    "case, each scored by its mean over the case's seeds of the whole-episode return "
+    "(minus total JCT in hours) in the benchmark's runs"
+)
+
+
+def _set_scores(minari: Any, ident: str, extra: dict[str, Any], refs: dict[str, float]) -> None:
+    scores: dict[str, Any] = {}
+    if refs:
+        scores = {"ref_min_score": min(refs.values()), "ref_max_score": max(refs.values())}
+    ours = {**extra, "ref_scores": refs, "ref_score_definition": REF_SCORE_DEFINITION}
+    minari.load_dataset(ident).storage.update_metadata({**scores, "ddl_gym": ours})
 
 
 def _engine_kwargs(env: Any) -> dict[str, Any]:
@@ -417,12 +444,8 @@ def _engine_kwargs(env: Any) -> dict[str, Any]:
 
 
 def _create(minari: Any, ident: str, buffers: list, env: Any, policy: str, case: Case,
-            suite: str, split: str, K: int, M: int, refs: dict[str, float], permalink: str,
-            extra: dict[str, Any]) -> None:  # fmt: skip
-    scores = {}
-    if refs:
-        scores = {"ref_min_score": min(refs.values()), "ref_max_score": max(refs.values())}
-    data = minari.create_dataset_from_buffers(
+            suite: str, split: str, K: int, M: int, permalink: str) -> None:  # fmt: skip
+    minari.create_dataset_from_buffers(
         dataset_id=ident,
         buffer=buffers,
         env=env,
@@ -432,6 +455,4 @@ def _create(minari: Any, ident: str, buffers: list, env: Any, policy: str, case:
         description=f"{policy} on {suite} {split} case {case.name} (seeds "
         f"{', '.join(map(str, case.seeds))}); {ENV_ID} K={K}, M={M}",
         data_format="arrow",
-        **scores,
     )
-    data.storage.update_metadata({"ddl_gym": extra})
