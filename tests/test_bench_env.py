@@ -100,6 +100,11 @@ def test_options_pick_the_episode_and_max_jobs_cuts_it(data_dir):
     assert len(starts) > 1  # the run of jobs is drawn, too
     with pytest.raises(ValueError, match="not a case of this env"):
         env.reset(seed=0, options={"case": "nope"})
+    windowed = BenchEnv(cases=names, window_s=6 * 3600.0)
+    windowed.reset(seed=1)
+    assert windowed.engine is not None
+    arrivals = [j.arrival for j in windowed.engine.jobs]
+    assert 0 < len(arrivals) and max(arrivals) - min(arrivals) < 6 * 3600.0
 
 
 def test_validation_and_test_splits_and_seeds(data_dir):
