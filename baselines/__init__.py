@@ -15,6 +15,8 @@ consolidation   FIFO that only accepts a one-machine (one-rack if larger than
                 a machine; network if larger than a rack) placement
 sjf             shortest (remaining GPU-time) job first, backfilling
 srtf            shortest remaining GPU-time first, preemptive
+srsf            shortest remaining service first, preemptive, rack-consolidating
+                with compact cross-rack placements and migration (oracle)
 tiresias        discretised 2D-LAS, starvation promotion, sensitive models
                 kept within a rack
 gandiva         affinity packing by GPU demand, migration of fragmented jobs,
@@ -24,8 +26,15 @@ dally-1-2       Dally layers 1+2: delay timers 1/2 leases + network-sensitive
                 preemption at lease expiry
 dally-6-12      the same with timers 6/12 leases
 dally           Dally, all three layers: + auto-tuned timers
+tiresias-c1     Tiresias that consolidates every job (sensitivity 1.0: any
+                predicted slowdown across racks counts); tuned for ddl-gym-v3
 random          random valid actions (seeded)
 ==============  ==============================================================
+
+The tuned variants (``TUNED``) were chosen on ddl-gym-v3's train and
+validation cases and are frozen in that suite's heuristic set; ``HEURISTICS``
+keeps the eight names the older suites were designed with (a benchmark
+reads its own set: ``Suite.heuristics``).
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ from .fifo import FifoPolicy
 from .gandiva import GandivaPolicy
 from .random_policy import RandomPolicy
 from .sjf import SjfPolicy, SrtfPolicy
+from .srsf import SrsfPolicy
 from .tiresias import TiresiasPolicy
 
 _FACTORIES: dict[str, Callable[..., BasePolicy]] = {
@@ -48,6 +58,7 @@ _FACTORIES: dict[str, Callable[..., BasePolicy]] = {
     "consolidation": ConsolidationPolicy,
     "sjf": SjfPolicy,
     "srtf": SrtfPolicy,
+    "srsf": SrsfPolicy,
     "tiresias": TiresiasPolicy,
     "gandiva": GandivaPolicy,
     "dally-delay": lambda **kw: DallyPolicy(
@@ -60,14 +71,19 @@ _FACTORIES: dict[str, Callable[..., BasePolicy]] = {
         **{"rack_timer": 6, "network_timer": 12, "name": "dally-6-12", **kw}
     ),
     "dally": lambda **kw: DallyPolicy(**{"auto_tune": True, "name": "dally", **kw}),
+    "tiresias-c1": lambda **kw: TiresiasPolicy(**{"sensitivity": 1.0, "name": "tiresias-c1", **kw}),
     "random": RandomPolicy,
 }
 
 POLICY_NAMES: tuple[str, ...] = tuple(_FACTORIES)
 # The policies comparisons rank: every registered one but random, split into
 # the non-clairvoyant heuristics and the oracles, which read true job sizes
-ORACLES: tuple[str, ...] = ("sjf", "srtf")
-HEURISTICS: tuple[str, ...] = tuple(n for n in POLICY_NAMES if n not in ORACLES and n != "random")
+ORACLES: tuple[str, ...] = ("sjf", "srtf", "srsf")
+# heuristic settings tuned for ddl-gym-v3 (train/validation only), not in HEURISTICS
+TUNED: tuple[str, ...] = ("tiresias-c1",)
+HEURISTICS: tuple[str, ...] = tuple(
+    n for n in POLICY_NAMES if n not in ORACLES and n not in TUNED and n != "random"
+)
 
 
 def make_policy(name: str, reference: bool = False, **kwargs: Any) -> BasePolicy:
@@ -99,7 +115,9 @@ __all__ = [
     "RandomPolicy",
     "ReferenceDally",
     "SjfPolicy",
+    "SrsfPolicy",
     "SrtfPolicy",
+    "TUNED",
     "TiresiasPolicy",
     "make_policy",
 ]

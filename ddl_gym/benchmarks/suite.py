@@ -110,8 +110,9 @@ class Case:
         """The case as plain JSON data (what the hash covers)."""
         out = dataclasses.asdict(self)
         out.pop("note")
-        if not out["workload"]["resample"]:
-            out["workload"].pop("resample")  # added for v3: older cases keep their hash
+        for key in ("resample", "iter_times"):  # added for v3: older cases keep their hash
+            if not out["workload"][key]:
+                out["workload"].pop(key)
         return out
 
 
@@ -390,7 +391,13 @@ def _v2() -> Suite:
     return Suite("ddl-gym-v2", cases, v1.quick, hash_inputs=False)
 
 
-SUITES = {"ddl-gym-v1": _v1, "ddl-gym-v2": _v2}
+def _v3() -> Suite:
+    from ddl_gym.benchmarks.suite_v3 import v3_suite  # it imports this module
+
+    return v3_suite()
+
+
+SUITES = {"ddl-gym-v1": _v1, "ddl-gym-v2": _v2, "ddl-gym-v3": _v3}
 
 
 def get_suite(name: str = "ddl-gym-v1") -> Suite:

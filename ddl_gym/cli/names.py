@@ -16,19 +16,23 @@ POLICIES = (
     "consolidation",
     "sjf",
     "srtf",
+    "srsf",
     "tiresias",
     "gandiva",
     "dally-delay",
     "dally-1-2",
     "dally-6-12",
     "dally",
+    "tiresias-c1",
     "random",
 )
 # the ones that read true job sizes (ddl_gym.baselines.ORACLES)
-ORACLES = ("sjf", "srtf")
-# the ones every heuristic comparison ranks (ddl_gym.baselines.HEURISTICS):
-# every policy but random and the oracles, in registry order
-HEURISTICS = tuple(p for p in POLICIES if p not in (*ORACLES, "random"))
+ORACLES = ("sjf", "srtf", "srsf")
+# the settings tuned for ddl-gym-v3 (ddl_gym.baselines.TUNED)
+TUNED = ("tiresias-c1",)
+# the ones the older suites rank (ddl_gym.baselines.HEURISTICS): every policy
+# but random, the oracles and the tuned variants, in registry order
+HEURISTICS = tuple(p for p in POLICIES if p not in (*ORACLES, *TUNED, "random"))
 # ddl_gym.workloads is light (no registry, no numpy): read, not copied
 WORKLOADS = tuple(WORKLOAD_REGISTRY)
 CONGESTIONS = ("none", "moderate", "heavy", "diurnal")
