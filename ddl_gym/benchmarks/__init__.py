@@ -10,13 +10,14 @@ Statistics (``ddl_gym.benchmarks.stats``) need the ``bench`` extra (rliable).
 
 from ddl_gym.baselines import HEURISTICS, ORACLES
 from ddl_gym.benchmarks.evaluate import Scores, evaluate, load_scores
-from ddl_gym.benchmarks.policies import resolve_policy
+from ddl_gym.benchmarks.policies import PolicyFailure, resolve_policy
 from ddl_gym.benchmarks.suite import SPLITS, Case, Suite, get_suite, suite_hash
 from ddl_gym.benchmarks.workload import Workload
 
 __all__ = [
     "HEURISTICS",
     "ORACLES",
+    "PolicyFailure",
     "SPLITS",
     "Case",
     "Scores",

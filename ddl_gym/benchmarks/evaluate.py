@@ -230,6 +230,11 @@ def evaluate(
     without a saved config (``"agent:PATH"``), the env it was trained on; it
     runs only on cases of that cluster shape (the others are listed in
     ``Scores.unsupported``).
+
+    Raises :class:`~ddl_gym.benchmarks.policies.PolicyFailure` (policy, case,
+    seed, cause; a one-line message) when the policy fails: a ``module:function``
+    spec does not import or name a policy, its code raises, it returns no
+    valid action, it never places (an unknown policy name: ValueError).
     """
     spec: PolicySpec = resolve_policy(policy, name, env_id=env_id, env_kwargs=env_kwargs)
     the_suite = get_suite(suite)
