@@ -125,7 +125,7 @@ def test_probe_and_trace_files_need_no_data():
 def test_a_model_trained_in_it_runs_on_every_shape(data_dir, tmp_path):
     """A MaskablePPO model saved with ``save_model`` on the bench env loads
     with ``load_policy`` and completes every job of one case of each cluster
-    shape of the suite's test split (the first 40 jobs of seed 0)."""
+    shape of the suite, quick cases included (the first 40 jobs of seed 0)."""
     pytest.importorskip("sb3_contrib")
     from ddl_gym.agents import load_policy, save_model
     from sb3_contrib import MaskablePPO
@@ -143,7 +143,8 @@ def test_a_model_trained_in_it_runs_on_every_shape(data_dir, tmp_path):
     agent = load_policy(path)
     assert agent.engine_kwargs()["tick_s"] == 1800.0
     by_shape = {}
-    for case in get_suite(DEFAULT_SUITE).select("test"):
+    suite = get_suite(DEFAULT_SUITE)
+    for case in suite.cases + suite.quick:
         by_shape.setdefault((case.shape, case.fabric), case)
     assert len(by_shape) >= 3
     for case in by_shape.values():
