@@ -155,3 +155,11 @@ def test_a_model_trained_in_it_runs_on_every_shape(data_dir, tmp_path):
             warnings.simplefilter("ignore")  # the trace-overlap warning, if any
             s = simulate(trace, cluster, agent, congestion=case.congestion).summary
         assert s["completed"] == s["jobs"] == len(trace), case.name
+
+
+def test_missing_data_fails_at_make_naming_the_fetch_command(tmp_path, monkeypatch):
+    from ddl_gym.benchmarks.workload import DataMissingError
+
+    monkeypatch.setenv("DDL_GYM_DATA", str(tmp_path / "empty"))
+    with pytest.raises(DataMissingError, match="ddl-gym data fetch"):
+        gym.make(BENCH)
