@@ -163,3 +163,25 @@ def test_missing_data_fails_at_make_naming_the_fetch_command(tmp_path, monkeypat
     monkeypatch.setenv("DDL_GYM_DATA", str(tmp_path / "empty"))
     with pytest.raises(DataMissingError, match="ddl-gym data fetch"):
         gym.make(BENCH)
+
+
+def test_foreign_input_data_is_refused_for_a_suite_that_pins_it(data_dir, tmp_path, monkeypatch):
+    """A suite that pins its inputs' SHA-256 (ddl-gym-v3): an input file that
+    is not the manifest's fails gym.make, naming the file, as the benchmark's
+    runs refuse it."""
+    from ddl_gym.benchmarks.provenance import InputChecksumError, case_inputs
+
+    try:
+        suite = get_suite("ddl-gym-v3")
+    except ValueError:
+        pytest.skip("no ddl-gym-v3 in this tree")
+    case = min(
+        (c for c in suite.select("train") if case_inputs(c)), key=lambda c: c.cluster().num_gpus
+    )
+    for rel in case_inputs(case):
+        copy = tmp_path / rel
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes((data_dir / rel).read_bytes() + b"\n")
+    monkeypatch.setenv("DDL_GYM_DATA", str(tmp_path))
+    with pytest.raises(InputChecksumError, match=case_inputs(case)[0]):
+        gym.make(BENCH, suite="ddl-gym-v3", cases=[case.name])

@@ -108,9 +108,11 @@ class BenchEnv(SetClusterEnv):
       ``trace``, ``cluster``, ``fabric`` and ``congestion`` are the case's
       and cannot be given.
 
-    The arguments are checked in the constructor, and so is the presence of
-    every selected case's trace files (a missing one raises
-    ``DataMissingError`` naming the command that fetches it).
+    The arguments are checked in the constructor, and so are every selected
+    case's input files: a missing one raises ``DataMissingError`` naming the
+    command that fetches it, and for a suite that pins its inputs
+    (``Suite.hash_inputs``, ``ddl-gym-v3``) a file whose SHA-256 is not the
+    data manifest's raises ``InputChecksumError``, as the benchmark's runs do.
     """
 
     def __init__(
@@ -122,8 +124,14 @@ class BenchEnv(SetClusterEnv):
         max_jobs: int | None = None,
         **kwargs: Any,
     ) -> None:
+        from ddl_gym.benchmarks.provenance import (
+            actual_inputs,
+            case_inputs,
+            check_inputs,
+            suite_pins_inputs,
+        )
         from ddl_gym.benchmarks.suite import SPLITS, get_suite
-        from ddl_gym.benchmarks.workload import SYNTHETIC, data_path
+        from ddl_gym.benchmarks.workload import data_path
 
         given = sorted(set(kwargs) & set(CASE_ARGUMENTS))
         if given:
@@ -156,9 +164,12 @@ class BenchEnv(SetClusterEnv):
             raise ValueError(f"max_jobs must be >= 1 or None, got {max_jobs}")
         if max_jobs is not None and kwargs.get("window_s") is not None:
             raise ValueError("give max_jobs or window_s, not both")
-        for case in chosen:  # fail now on missing data, not at the first reset
-            if case.workload.source != SYNTHETIC:
-                data_path(case.workload.source, suite)
+        # fail now on missing or foreign data, not at the first reset
+        for case in chosen:
+            for rel in case_inputs(case):
+                data_path(rel, suite)
+            if suite_pins_inputs(suite):  # a v3-style suite: its inputs' SHA-256 pinned
+                check_inputs(case, actual_inputs(case), suite)
         first = chosen[0]
         super().__init__(
             trace=_probe_trace(), cluster=first.cluster(), congestion=first.congestion, **kwargs
