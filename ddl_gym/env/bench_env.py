@@ -21,7 +21,7 @@ from ddl_gym.env.set_env import SetClusterEnv
 from ddl_gym.env.sources import EpisodeSource
 from ddl_gym.traces import Trace
 
-DEFAULT_SUITE = "ddl-gym-v2"
+DEFAULT_SUITE = "ddl-gym-v3"
 QUICK = "quick"  # split= name of the suite's quick sub-suite (smoke runs, datasets' tests)
 # arguments the case sets; giving them to the bench env is an error
 CASE_ARGUMENTS = ("trace", "cluster", "fabric", "congestion")
@@ -49,12 +49,12 @@ class BenchEnv(SetClusterEnv):
     episode; ``reset(options={"case": name, "seed": s})`` picks it instead of
     drawing (either key alone: the other is drawn).
 
-    Cases differ in cluster shape (16 to 512+ GPUs) and episode length (tens
-    to thousands of jobs, up to tens of thousands of decisions). For training
-    on a budget, ``cases=`` picks a subset, ``window_s`` cuts each episode to a
-    random window of that many seconds of arrivals, ``max_jobs`` to a random
-    run of that many consecutive jobs, and ``max_steps`` / ``max_time_s``
-    truncate it.
+    Cases differ in cluster shape (16 to 1,024 GPUs in ``ddl-gym-v3``) and
+    episode length (tens to thousands of jobs, up to tens of thousands of
+    decisions). For training on a budget, ``cases=`` picks a subset,
+    ``window_s`` cuts each episode to a random window of that many seconds of
+    arrivals, ``max_jobs`` to a random run of that many consecutive jobs, and
+    ``max_steps`` / ``max_time_s`` truncate it.
 
     **Splits.** Train on ``"train"`` (the default). ``"validation"`` is for
     choosing among trained models; ``"test"`` is the benchmark's score.
@@ -89,7 +89,7 @@ class BenchEnv(SetClusterEnv):
 
     ## Arguments
 
-    * ``suite`` (``"ddl-gym-v2"``): a suite name (``ddl_gym.benchmarks.get_suite``).
+    * ``suite`` (``"ddl-gym-v3"``): a suite name (``ddl_gym.benchmarks.get_suite``).
     * ``split`` (``"train"``): ``"train"``, ``"validation"`` or ``"test"``
       (see Splits above); ``"quick"``: the suite's quick sub-suite (tiny
       test-like cases for smoke runs, in no split).
