@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from ddl_gym.baselines import POLICY_NAMES
+from ddl_gym.baselines import ORACLES, POLICY_NAMES
 
 from ddl_gym.traces import default_trace
 
@@ -50,13 +50,13 @@ def test_script_is_the_cli_front_end_and_writes_workload_tables(tmp_path):
     assert (out / "bars_default.png").stat().st_size > 0
     expected = [*POLICY_NAMES, "agent"]
     for policy in expected:
-        label = f"{policy} (oracle)" if policy in ("sjf", "srtf") else policy
+        label = f"{policy} (oracle)" if policy in ORACLES else policy
         assert f"| {label} | 2 |" in proc.stdout, policy
-    assert "Clairvoyant: only sjf, srtf, labelled (oracle)" in proc.stdout
+    assert f"Clairvoyant: only {', '.join(sorted(ORACLES))}, labelled (oracle)" in proc.stdout
     assert "dally / best of tiresias, gandiva" in proc.stdout
     cells = pd.read_csv(out / "summary.csv")
     assert set(cells["policy"]) == set(expected)
-    assert set(cells.loc[cells["clairvoyant"], "policy"]) == {"sjf", "srtf"}
+    assert set(cells.loc[cells["clairvoyant"], "policy"]) == set(ORACLES)
     assert (cells["completed"] == cells["jobs"]).all() and (cells["jobs"] == 30).all()
     # the synthetic workload varies with the seed: every policy runs both
     assert len(cells) == len(expected) * 2 * 2
