@@ -224,8 +224,9 @@ def test_evaluate_shipped_agent(data_dir):
 
 @pytest.fixture(scope="module")
 def readme_sb3_zip(tmp_path_factory):
-    """A MaskablePPO zip trained on ddl_gym/Small-v0 as the README does (32
-    steps instead of 2,000), and the env it was trained on."""
+    """A MaskablePPO zip trained on ddl_gym/Small-v0 (a ClusterEnv id: the
+    model observes one row per server, so it runs only on that cluster
+    shape; 32 steps), and the env it was trained on."""
     pytest.importorskip("torch")
     sb3_contrib = pytest.importorskip("sb3_contrib")
     from stable_baselines3.common.env_util import make_vec_env
@@ -464,7 +465,7 @@ def test_ddl_gym_evaluate_suite_is_the_benchmark_command(data_dir, tmp_path, cap
 
 
 def test_load_policy_speaks_of_windows_and_clusters(readme_sb3_zip):
-    """The README's model (Small-v0: 2x2x4, K = M = 4) loads without its
+    """A Small-v0 model (2x2x4, K = M = 4) loads without its
     env's trace having to fit (the probe runs one small job), and a K or
     cluster mismatch is reported in the env's words, not as SB3's shape error."""
     from ddl_gym.agents import load_policy

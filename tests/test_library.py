@@ -1,10 +1,12 @@
 """ddl-gym as a library, the way a researcher first uses it: the README's
-train-and-compare example run as written (SB3's make_vec_env with
-SubprocVecEnv, MaskablePPO, the model judged in simulate() beside Dally),
-render modes, and policies' engine settings travelling with them."""
+train-and-score example run as written (SB3's make_vec_env with
+SubprocVecEnv, MaskablePPO on the bench env's train split, the saved model
+scored on the suite's quick cases), render modes, and policies' engine
+settings travelling with them."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -19,6 +21,7 @@ from ddl_gym.baselines.dally import DallyPolicy
 from ddl_gym.baselines.fifo import FifoPolicy
 
 import ddl_gym  # noqa: F401
+from ddl_gym.benchmarks import get_suite
 from ddl_gym.engine import PolicyEngineWarning, simulate
 from ddl_gym.env.render import PALETTE, occupancy
 from ddl_gym.traces import default_trace, head
@@ -36,9 +39,17 @@ def readme_example() -> str:
     return m.group(1)
 
 
-def test_readme_train_and_compare_example_runs_as_written(tmp_path):
+def test_readme_train_and_score_example_runs_as_written(data_dir, tmp_path):
     pytest.importorskip("sb3_contrib")
     pytest.importorskip("rich", reason="SB3's progress_bar=True needs rich (agents extra)")
+    from ddl_gym.benchmarks.reference import ReferenceError, load_reference
+
+    suite = re.search(r'suite = "([^"]+)"', readme_example())
+    assert suite, "the README's example names no suite"
+    try:  # card() scores against the heuristics' records shipped for the suite
+        load_reference(suite.group(1)).split("quick")
+    except ReferenceError as err:
+        pytest.skip(f"no shipped quick reference for {suite.group(1)} yet: {err}")
     script = tmp_path / "example.py"
     script.write_text(readme_example())
     env = {**os.environ, "PYTHONPATH": str(REPO)}
@@ -52,10 +63,16 @@ def test_readme_train_and_compare_example_runs_as_written(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "my_model.zip").is_file()
-    lines = {line.split(":")[0]: line for line in proc.stdout.splitlines() if ":" in line}
-    for name in ("agent", "dally"):
-        m = re.match(rf"{name}: (\d+)/(\d+) jobs", lines.get(name, ""))
-        assert m and m.group(1) == m.group(2) == "16", proc.stdout
+    saved = json.loads((tmp_path / "my_model.env.json").read_text())
+    assert saved["env_id"] == "ddl_gym/Bench-v3"
+    # the card: every quick case of the suite scored (none unsupported: any shape)
+    m = re.search(r"agent:my_model on (\S+) quick: (\d+) cases x (\d+) seeds", proc.stdout)
+    assert m, proc.stdout
+    quick = get_suite(m.group(1)).quick
+    assert int(m.group(2)) == len(quick) and int(m.group(3)) == len(quick[0].seeds)
+    for case in quick:
+        assert case.name in proc.stdout
+    assert "IQM" in proc.stdout and "not scored" not in proc.stdout
 
 
 # -- render ---------------------------------------------------------------------------
