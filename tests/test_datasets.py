@@ -113,9 +113,17 @@ def test_metadata_states_scores_permalink_and_seeds(data_dir, minari_root):
 
 
 def test_resampled_seeds_give_distinct_episodes(data_dir, minari_root):
-    """A generator case: every seed a distinct draw, so distinct episodes."""
-    case = next(c for c in get_suite(SUITE).quick if c.family == "synthetic")
-    (summary,) = build(minari_root, ["fifo"], case=case)
+    """A ddl-gym-v3 case built from one trace file: every seed a distinct
+    draw of its jobs, so distinct episodes (v1's same case gives one trace)."""
+    from ddl_gym.benchmarks.datasets import build_datasets
+
+    v3 = get_suite("ddl-gym-v3")
+    case = next(c for c in v3.quick if c.family == "tiresias")
+    assert case.workload.source != "synthetic"
+    (summary,) = build_datasets(
+        suite="ddl-gym-v3", quick=True, cases=[case.name], policies=["fifo"],
+        root=minari_root, progress=False,
+    )  # fmt: skip
     data = minari.load_dataset(summary.dataset_id)
     returns = [float(e.rewards.sum()) for e in data.iterate_episodes()]
     assert len(set(returns)) == len(case.seeds)
