@@ -89,7 +89,8 @@ def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "datasets",
         help="record every heuristic's episodes on a split as Minari datasets",
         description="One Minari dataset per (case, heuristic), one episode per seed, in the "
-        "Gymnasium env with windows K and M (needs the datasets extra: minari, pyarrow).",
+        "bench env (ddl_gym/Bench-v3) of the case with K pending and M running rows; "
+        "recover_environment() rebuilds it (needs the datasets extra: minari, pyarrow).",
     )
     _dataset_args(ds)
 
@@ -138,8 +139,8 @@ def _dataset_args(ds: argparse.ArgumentParser) -> None:
     ds.add_argument("--root", type=Path, default=Path("runs/minari"), help="datasets folder")
     ds.add_argument("--policies", default=",".join(HEURISTICS), help="comma-separated")
     ds.add_argument("--case", action="append", help="only this case (repeatable)")
-    ds.add_argument("-K", type=int, default=32, help="pending-job window of the env")
-    ds.add_argument("-M", type=int, default=32, help="running-job window of the env")
+    ds.add_argument("-K", type=int, default=64, help="pending-job rows of the bench env")
+    ds.add_argument("-M", type=int, default=64, help="running-job rows of the bench env")
     ds.set_defaults(func=cmd_datasets)
 
 
