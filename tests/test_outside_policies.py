@@ -28,7 +28,8 @@ from ddl_gym.traces import find_data_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "write_a_scheduler.md"
-SYNTHETIC = next(c.name for c in get_suite(DEFAULT_SUITE).quick if c.workload.source == "synthetic")
+SUITE = "ddl-gym-v1"  # frozen; its quick sub-suite has a synthetic case (reads no data file)
+SYNTHETIC = "quick-synthetic@pcie16"
 
 POLICIES = '''
 from ddl_gym.engine import WAIT, Place, Preempt, Wait
@@ -174,8 +175,8 @@ def run_cli(policy: str, folder: Path, monkeypatch, capsys, *extra: str) -> tupl
     sys.path, as for the ``ddl-gym`` script) on the synthetic quick case."""
     monkeypatch.chdir(folder)
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(folder))])
-    argv = ["benchmark", "evaluate", "--policy", policy, "--quick", "--case", SYNTHETIC]
-    code = main([*argv, "--seeds", "0", "--no-progress", *extra])
+    argv = ["benchmark", "evaluate", "--policy", policy, "--suite", SUITE, "--quick"]
+    code = main([*argv, "--case", SYNTHETIC, "--seeds", "0", "--no-progress", *extra])
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -235,13 +236,18 @@ def test_every_failure_is_one_line_naming_policy_case_seed(
     assert (f"{named} on case {SYNTHETIC} seed 0: " in line) == ran
 
 
+def test_the_synthetic_quick_case_reads_no_data():
+    case = get_suite(SUITE).case(SYNTHETIC)
+    assert case in get_suite(SUITE).quick and case.workload.source == "synthetic"
+
+
 def test_module_function_from_the_current_directory(outside, monkeypatch, capsys):
     folder, name = outside
     before = list(sys.path)
     monkeypatch.setattr(sys, "path", [p for p in before if p not in ("", str(folder))])
     code, out, err = run_cli(f"{name}:good", folder, monkeypatch, capsys)
     assert code == 0, err
-    assert out.startswith(f"{name}:good on {DEFAULT_SUITE} quick: 1 runs")
+    assert out.startswith(f"{name}:good on {SUITE} quick: 1 runs")
     assert str(folder) not in sys.path  # the cwd was on the path for the import only
 
 
@@ -251,7 +257,8 @@ def test_the_ddl_gym_script_imports_from_the_current_directory(tmp_path):
     if not script.exists():
         pytest.skip(f"no ddl-gym script beside {sys.executable}")
     (tmp_path / "mysched.py").write_text(POLICIES)
-    args = ["benchmark", "evaluate", "--quick", "--case", SYNTHETIC, "--seeds", "0"]
+    args = ["benchmark", "evaluate", "--suite", SUITE, "--quick", "--case", SYNTHETIC]
+    args += ["--seeds", "0"]
     ok = subprocess.run(
         [str(script), *args, "--no-progress", "--policy", "mysched:good"],
         cwd=tmp_path,
@@ -275,7 +282,7 @@ def test_a_failing_run_leaves_only_the_error_line(outside, monkeypatch, capsys):
     """With the progress bar: it is cleared, the error line alone stays."""
     folder, name = outside
     monkeypatch.chdir(folder)
-    argv = ["benchmark", "evaluate", "--policy", f"{name}:raise_act", "--quick"]
+    argv = ["benchmark", "evaluate", "--policy", f"{name}:raise_act", "--suite", SUITE, "--quick"]
     code = main([*argv, "--case", SYNTHETIC, "--seeds", "0"])
     err = capsys.readouterr().err
     assert code == 2
@@ -290,7 +297,7 @@ def test_evaluate_raises_policy_failure_with_the_run():
         return {}[view.now]
 
     with pytest.raises(PolicyFailure) as caught:
-        evaluate(bad, quick=True, cases=[SYNTHETIC], seeds=[4], progress=False)
+        evaluate(bad, suite=SUITE, quick=True, cases=[SYNTHETIC], seeds=[4], progress=False)
     failure = caught.value
     assert (failure.policy, failure.case, failure.seed, failure.where) == (
         "bad",
@@ -355,8 +362,13 @@ def test_the_page_ten_line_policy_runs_through_the_cli(tmp_path):
     (tmp_path / "mymod.py").write_text(doc_module())
     args = doc_quick_command()
     assert args[:4] == ["benchmark", "evaluate", "--policy", "mymod:smallest_first"]
-    if find_data_dir() is None:  # only the synthetic quick case runs without data
-        args += ["--case", SYNTHETIC]
+    suite = args[args.index("--suite") + 1] if "--suite" in args else DEFAULT_SUITE
+    quick = get_suite(suite).quick
+    if find_data_dir() is None:  # only synthetic cases run without data
+        quick = tuple(c for c in quick if c.workload.source == "synthetic")
+        if not quick:
+            pytest.skip(f"no data dir, and every quick case of {suite} reads data files")
+        args += [a for c in quick for a in ("--case", c.name)]
     proc = subprocess.run(
         [sys.executable, "-m", "ddl_gym.cli", *args, "--no-progress"],
         cwd=tmp_path,
@@ -364,9 +376,8 @@ def test_the_page_ten_line_policy_runs_through_the_cli(tmp_path):
         text=True,
     )
     assert proc.returncode == 0, proc.stderr
-    runs = sum(len(c.seeds) for c in get_suite(DEFAULT_SUITE).quick)
-    runs = 3 if find_data_dir() is None else runs
-    assert proc.stdout.startswith(f"mymod:smallest_first on {DEFAULT_SUITE} quick: {runs} runs")
+    runs = sum(len(c.seeds) for c in quick)
+    assert proc.stdout.startswith(f"mymod:smallest_first on {suite} quick: {runs} runs")
 
 
 def test_the_page_policy_class_runs_every_job(tmp_path, monkeypatch):
@@ -376,7 +387,12 @@ def test_the_page_policy_class_runs_every_job(tmp_path, monkeypatch):
     try:
         for attr in ("smallest_first", "PatientConsolidation"):
             scores = evaluate(
-                f"{name}:{attr}", quick=True, cases=[SYNTHETIC], seeds=[0, 1], progress=False
+                f"{name}:{attr}",
+                suite=SUITE,
+                quick=True,
+                cases=[SYNTHETIC],
+                seeds=[0, 1],
+                progress=False,
             )
             records = scores.records
             assert len(records) == 2
