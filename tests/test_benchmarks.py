@@ -387,6 +387,7 @@ def test_leaderboard_report_on_quick(data_dir, tmp_path):
     assert f"--policy {mine}" in command
     assert "| position [95% CI] |" in text and "lower bound on mean JCT" in text
     assert f"| {mine} |" in text
+    assert f"content hash `{suite_hash(get_suite('ddl-gym-v1'))}`" in text  # the suite's own
 
     from ddl_gym.benchmarks.reference import load_reference
 

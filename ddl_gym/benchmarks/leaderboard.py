@@ -488,7 +488,7 @@ def _page(
         "",
         "## Protocol",
         "",
-        f"* Suite `{suite.name}`, content hash `{suite_hash(suite)}` (pinned in "
+        f"* Suite `{suite.name}`, content hash `{_hash_of(suite)}` (pinned in "
         "`tests/test_benchmarks.py`; a changed case means a new suite version). "
         "Splits: train (for your training), validation (for choosing models), "
         "test (report only this).",
@@ -586,6 +586,14 @@ def _page(
         cards,
     ]
     return "\n".join(parts) + "\n"
+
+
+def _hash_of(suite: Suite) -> str:
+    """The registered suite's content hash (a quick page's cases are part of
+    it), else the hash of ``suite`` as given."""
+    from ddl_gym.benchmarks.provenance import suite_fingerprint
+
+    return suite_fingerprint(suite.name) or suite_hash(suite)
 
 
 def _workload_text(case: Any) -> str:
