@@ -17,7 +17,9 @@ between seeds. ``--comm-range``: the measured range of that ratio.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import math
 import sys
 import time
 from pathlib import Path
@@ -27,7 +29,7 @@ import numpy as np
 from ddl_gym.benchmarks.policies import resolve_policy
 from ddl_gym.benchmarks.runner import run_case
 from ddl_gym.benchmarks.suite import Case, get_suite
-from ddl_gym.benchmarks.suite_v3 import LOAD_TARGETS
+from ddl_gym.benchmarks.suite_v3 import LOAD_TARGETS, OVER_SEEDS
 from ddl_gym.benchmarks.workload import arrival_scale_for, busy_load
 
 OUT = Path(__file__).resolve().parents[1] / "ddl_gym" / "benchmarks" / "v3_design.json"
@@ -59,10 +61,29 @@ def comm_range() -> dict[str, float]:
     return {"points": len(x), "min": float(x.min()), **q, "max": float(x.max())}
 
 
-def scales(cases: tuple[Case, ...]) -> None:
+def scale_over_seeds(c: Case, target: float, digits: int = 3) -> float:
+    """The arrival-rate factor whose busy load, averaged over the case's
+    seeds, is ``target`` (for cases whose seeds swing far from seed 0's)."""
+    n = c.cluster().num_gpus
+
+    def load(k: float) -> float:
+        w = dataclasses.replace(c.workload, arrival_scale=k)
+        return float(np.mean([busy_load(w.build(s), n) for s in c.seeds]))
+
+    lo, hi = 1e-3, 1e3
+    for _ in range(40):
+        mid = math.sqrt(lo * hi)
+        lo, hi = (mid, hi) if load(mid) < target else (lo, mid)
+    return float(f"{math.sqrt(lo * hi):.{digits}g}")
+
+
+def scales(cases: tuple[Case, ...], over_seeds: bool = False) -> None:
     print("_SCALES: dict[str, float] = {")
     for c in cases:
-        k = arrival_scale_for(c.workload, c.cluster().num_gpus, LOAD_TARGETS[c.name])
+        if over_seeds or c.name in OVER_SEEDS:
+            k = scale_over_seeds(c, LOAD_TARGETS[c.name])
+        else:
+            k = arrival_scale_for(c.workload, c.cluster().num_gpus, LOAD_TARGETS[c.name])
         print(f'    "{c.name}": {k},', flush=True)
     print("}")
 
@@ -122,28 +143,50 @@ def markdown(table: dict) -> str:
     """The design table of docs/benchmark_v3_design.md."""
     lines = [
         "| case | split | source | shape (GPUs) | fabric | congestion | busy load | comm/compute "
-        "(min-max over heuristics and seeds) | best | worst | spread | max preemptions | CPU s |",
+        "(min-max over heuristics and seeds) | best (mean JCT h) | worst (mean JCT h) | spread "
+        "| max preemptions | CPU s |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    order = {"test": 0, "validation": 1, "train": 2}
-    for name, row in sorted(table.items(), key=lambda kv: (order[kv[1]["split"]], kv[0])):
+    order = {"test": 0, "validation": 1, "train": 2, "quick": 3}
+
+    def split_of(name: str) -> str:
+        return "quick" if name.startswith("quick-") else table[name]["split"]
+
+    for name, row in sorted(table.items(), key=lambda kv: (order[split_of(kv[0])], kv[0])):
         hs = row["heuristics"].values()
-        split = "quick" if name.startswith("quick-") else row["split"]
+        split = split_of(name)
         src = row["source"].removeprefix("traces/")
         lo = min(v["comm_min"] for v in hs)
         hi = max(v["comm_max"] for v in hs)
         lines.append(
             f"| {name} | {split} | {src} | {row['shape']} ({row['gpus']}) | {row['fabric']} | "
             f"{row['congestion']} | {np.mean(row['busy_load']):.2f} | {lo:.2f}-{hi:.2f} | "
-            f"{row['best']} | {row['worst']} | {row['spread']:.2f} | "
+            f"{row['best']} ({row['heuristics'][row['best']]['mean_jct_h']:.1f}) | "
+            f"{row['worst']} ({row['heuristics'][row['worst']]['mean_jct_h']:.1f}) | "
+            f"{row['spread']:.2f} | "
             f"{max(v['max_preemptions'] for v in hs)} | {row['cpu_s']:.0f} |"
         )
+    lines.append("")
+    for split in ("test", "validation", "train", "quick"):
+        rows = {n: r for n, r in table.items() if split_of(n) == split}
+        if not rows:
+            continue
+        wins: dict[str, list[str]] = {}
+        for n, r in sorted(rows.items()):
+            wins.setdefault(r["best"], []).append(n)
+        cpu = sum(r["cpu_s"] for r in rows.values())
+        said = "; ".join(f"{h}: {', '.join(ns)}" for h, ns in sorted(wins.items()))
+        lines.append(f"* {split}: {len(rows)} cases, CPU {cpu:.0f} s for every heuristic and seed;")
+        lines.append(f"  best heuristic per case: {said}.")
     return "\n".join(lines)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scales", action="store_true")
+    ap.add_argument(
+        "--over-seeds", action="store_true", help="--scales: the target is the mean over seeds"
+    )
     ap.add_argument("--run", action="store_true")
     ap.add_argument("--comm-range", action="store_true")
     ap.add_argument("--markdown", action="store_true", help="print the design table")
@@ -162,7 +205,7 @@ def main() -> None:
     if args.comm_range:
         print(json.dumps(comm_range(), indent=1))
     if args.scales:
-        scales(tuple(chosen))
+        scales(tuple(chosen), args.over_seeds)
     if args.run:
         run(tuple(chosen), suite.heuristics, args.out)
     if args.markdown:

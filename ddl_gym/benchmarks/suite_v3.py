@@ -168,10 +168,24 @@ _BY_TIME_ALIBABA = "by time: jobs [10%, 60%) train, [60%, 100%) validation, in a
 _TIRESIAS_VAL = "its one file is validation only (v1/v2's test case)"
 _BY_SEED = "by generator seed: train 0-2, validation 500-504, quick 4000-4004"
 
-#: Busy-load target each case's ``arrival_scale`` was set to (seed 0).
+#: Busy-load target each case's ``arrival_scale`` was set to: at seed 0, or
+#: averaged over the case's seeds for the cases in :data:`OVER_SEEDS` (whose
+#: seeds swing far from seed 0's load: small files with rare huge jobs).
 LOAD_TARGETS: dict[str, float] = {}
+OVER_SEEDS: frozenset[str] = frozenset(
+    {
+        "sia-5@t4x64r4",
+        "pollux-6@t4x64",
+        "alibaba-val@gv100x128",
+        "pollux-1@t4x64",
+        "pollux-3@t4x64r4",
+        "alibaba-train@gv100x128",
+    }
+)
 # The frozen arrival-rate factors (``scripts/design_v3.py --scales`` prints them).
 _SCALES: dict[str, float] = {
+    "alibaba-train@gv100x128": 27.3,
+    "alibaba-val@gv100x128": 24.5,
     "philly-1023@v100x1024": 23.5,
     "philly-1120@gv100x128": 0.28,
     "philly-1127@xrack512": 1.7,
@@ -184,13 +198,12 @@ _SCALES: dict[str, float] = {
     "philly-1106@gv100x128": 0.214,
     "philly-1106@xrack512": 1.63,
     "sia-4@t4x64": 0.368,
-    "sia-5@t4x64r4": 0.504,
+    "sia-5@t4x64r4": 0.366,
     "sia-5@t4x16": 0.0693,
     "sia-4@gv100x128": 1.09,
     "sia-5@v100x128": 1.58,
-    "pollux-6@t4x64": 1.66,
+    "pollux-6@t4x64": 0.285,
     "seed-1proc-week@v100x128": 1.52,
-    "alibaba-val@t4x64r4": 9.25,
     "tiresias-60@gv100x16": 0.768,
     "synthetic-val@v100x1024": 6.14,
     "philly-1113@v100x1024": 14.4,
@@ -200,10 +213,9 @@ _SCALES: dict[str, float] = {
     "sia-2@t4x16": 0.0404,
     "sia-3@gv100x128": 1.22,
     "sia-2@t4x64r4": 0.438,
-    "pollux-1@t4x64": 0.227,
-    "pollux-3@t4x64r4": 1.67,
+    "pollux-1@t4x64": 0.369,
+    "pollux-3@t4x64r4": 1.45,
     "seed-3proc-week@v100x128": 3.09,
-    "alibaba-train@t4x64r4": 9.1,
     "synthetic-train@v100x1024": 10.4,
     "quick-sia-1-head60@t4x16": 0.373,
     "quick-tiresias-60@gv100x16": 0.768,
@@ -263,7 +275,8 @@ def v3_suite() -> Suite:
            "32x4x8", v100, "moderate", _BY_WEEK, 0.9,
            "1,024 GPUs in 32-GPU racks; the week's first half (3,874 jobs)"),
         _c("philly-1120@gv100x128", "philly", "test", _file(_WEEK_1120, V, part=(0.5, 1.0)),
-           "4x4x8", gv100, "none", _BY_WEEK, 0.5, "the measured V100 network; the week's second half"),
+           "4x4x8", gv100, "none", _BY_WEEK, 0.5,
+           "the measured V100 network; the week's second half"),
         _c("philly-1127@xrack512", "philly", "test", _file(_WEEK_1127, V),
            "32x2x8", nvs, "moderate", _BY_WEEK, 0.9, "512 GPUs in 16-GPU racks"),
         _c("sia-6@t4x64", "sia", "test", _file(_SIA.format(6), T),
@@ -286,7 +299,8 @@ def v3_suite() -> Suite:
         _c("sia-4@t4x64", "sia", "validation", _file(_SIA.format(4), T),
            "1x16x4", t4, "none", _BY_FILE_SIA, 0.6),
         _c("sia-5@t4x64r4", "sia", "validation", _file(_SIA.format(5), T),
-           "4x4x4", t4, "moderate", _BY_FILE_SIA, 0.6),
+           "4x4x4", t4, "moderate", _BY_FILE_SIA, 0.5,
+           "target 0.5 (mean over seeds): at 0.6, Tiresias preempted 11,636 times in a run"),
         _c("sia-5@t4x16", "sia", "validation", _file(_SIA.format(5), T, **half),
            "2x2x4", t4, "none", _BY_FILE_SIA, 0.5),
         _c("sia-4@gv100x128", "sia", "validation", _file(_SIA.format(4), V),
@@ -294,13 +308,17 @@ def v3_suite() -> Suite:
         _c("sia-5@v100x128", "sia", "validation", _file(_SIA.format(5), V),
            "4x4x8", v100, "heavy", _BY_FILE_SIA, 0.9),
         _c("pollux-6@t4x64", "pollux", "validation", _file(_POLLUX.format(6), T),
-           "1x16x4", t4, "none", _BY_FILE_POLLUX, 0.6, "a Pollux workload on Pollux's testbed"),
+           "1x16x4", t4, "none", _BY_FILE_POLLUX, 0.6,
+           "a Pollux workload on Pollux's testbed; target = mean over seeds (160 jobs: a "
+           "seed's few ImageNet jobs move its load from 0.6 to 1.9)"),
         _c("seed-1proc-week@v100x128", "seed", "validation",
            _file(_SEED.format("poisson_1proc-week"), V),
            "4x4x8", v100, "moderate", _BY_FILE_SEED, 0.9),
-        _c("alibaba-val@t4x64r4", "alibaba", "validation",
+        _c("alibaba-val@gv100x128", "alibaba", "validation",
            _file(_ALIBABA, V, part=(0.6, 1.0)),
-           "4x4x4", t4, "moderate", _BY_TIME_ALIBABA, 0.6),
+           "4x4x8", gv100, "moderate", _BY_TIME_ALIBABA, 0.6,
+           "V100 times on the V100 fit: on the T4 fit (no T4 times for its models) comm "
+           "reached 9.9, above the measured range"),
         _c("tiresias-60@gv100x16", "tiresias", "validation",
            _file(_TIRESIAS, V, catalogue_iter_time=True),
            "2x2x4", gv100, "none", _TIRESIAS_VAL, 0.6),
@@ -328,9 +346,9 @@ def v3_suite() -> Suite:
         _c("seed-3proc-week@v100x128", "seed", "train",
            _file(_SEED.format("poisson_3proc-week"), V),
            "4x4x8", v100, "moderate", _BY_FILE_SEED, 0.9),
-        _c("alibaba-train@t4x64r4", "alibaba", "train",
+        _c("alibaba-train@gv100x128", "alibaba", "train",
            _file(_ALIBABA, V, part=(0.1, 0.6)),
-           "4x4x4", t4, "moderate", _BY_TIME_ALIBABA, 0.6),
+           "4x4x8", gv100, "moderate", _BY_TIME_ALIBABA, 0.6),
         _c("synthetic-train@v100x1024", "synthetic", "train", _syn(0),
            "32x4x8", v100, "heavy", _BY_SEED, 0.9),
     )  # fmt: skip
