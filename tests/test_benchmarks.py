@@ -43,7 +43,8 @@ def test_suite_hash_is_pinned(name):
 def test_v1_covers_families_shapes_and_congestion():
     suite = get_suite("ddl-gym-v1")
     test = suite.select("test")
-    assert {c.family for c in test} == set(FAMILIES)
+    # every family v1 had (ddl-gym-v3 added "sia", a family v1 never had)
+    assert {c.family for c in test} == set(FAMILIES) - {"sia"}
     shapes = {(c.shape, c.fabric) for c in test}
     assert len(shapes) >= 3
     big = [c for c in test if c.cluster().num_gpus >= 512]
