@@ -252,3 +252,19 @@ def test_reference_check_passes_on_quick(data_dir, capsys):
     args = p.parse_args([*argv, "--no-progress"])
     assert args.func(args) == 0, capsys.readouterr().out
     assert "bit for bit" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["ddl-gym-v1", "ddl-gym-v2", "ddl-gym-v3"])
+def test_shipped_reference_fits_its_suite(name):
+    """A changed suite (its hash) needs its reference regenerated:
+    ``ddl-gym benchmark reference --suite NAME``."""
+    if not reference_path(name).is_file():
+        pytest.skip(f"no reference records shipped for {name}")
+    ref = load_reference(name)  # refuses a reference made for another suite hash
+    suite = get_suite(name)
+    assert tuple(ref.heuristics) == suite.heuristics
+    for split, part in ref.splits.items():
+        cases = suite.select("test" if split == "quick" else split, quick=split == "quick")
+        want = {(h, c.name, s) for h in suite.heuristics for c in cases for s in c.seeds}
+        assert {(r["policy"], r["case"], r["seed"]) for r in part.records} == want, split
+        assert part.provenance["suite_hash"] == ref.suite_hash
