@@ -464,9 +464,13 @@ def _page(
         "Regenerate this page and its profile plot from nothing (every run again, no "
         f"`--resume`) with:\n\n    {command}\n",
         "Score your own scheduler on the same cases with one call "
-        '(`ddl_gym.benchmarks.evaluate(policy, suite="ddl-gym-v1", split="test")`, or '
-        "`ddl-gym benchmark evaluate --policy NAME|agent:PATH|module:function`); "
-        "`ddl-gym benchmark show` lists the cases and the suite's hash.",
+        f'(`ddl_gym.benchmarks.evaluate(policy, suite="{suite.name}", split="test").card()`, '
+        f"or `ddl-gym benchmark evaluate --suite {suite.name} --policy "
+        "NAME|agent:PATH|module:function`): the heuristics' runs ship with the package, so "
+        "only the policy's own runs are made; `ddl-gym data fetch --suite "
+        f"{suite.name}` gets the traces; `ddl-gym benchmark show --suite {suite.name}` "
+        "lists the cases and the suite's hash; "
+        "[write_a_scheduler.md](write_a_scheduler.md) shows how to write and report one.",
         "",
         "What `policy` may be: a heuristic name; `agent` (the shipped model); "
         "`portfolio` (the shipped model, Tiresias and Gandiva, one at a time, chosen online "
