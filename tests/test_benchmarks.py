@@ -420,7 +420,7 @@ def _parser():
 
 
 def test_cli_show(capsys):
-    args = _parser().parse_args(["benchmark", "show", "--split", "test"])
+    args = _parser().parse_args(["benchmark", "show", "--split", "test", "--suite", "ddl-gym-v1"])
     assert args.func(args) == 0
     out = capsys.readouterr().out
     assert suite_hash(get_suite("ddl-gym-v1")) in out
@@ -428,7 +428,9 @@ def test_cli_show(capsys):
 
 
 def _cli_evaluate(argv, capsys) -> str:
-    args = _parser().parse_args(["benchmark", "evaluate", "--quick", "--no-progress", *argv])
+    args = _parser().parse_args(
+        ["benchmark", "evaluate", "--suite", "ddl-gym-v1", "--quick", "--no-progress", *argv]
+    )
     assert args.func(args) == 0
     return capsys.readouterr().out
 
@@ -448,6 +450,7 @@ def test_cli_evaluate_callable_agent_and_sb3_zip(data_dir, readme_sb3_zip, capsy
 def test_cli_evaluate_quick(data_dir, tmp_path, capsys):
     out = tmp_path / "runs"
     argv = ["benchmark", "evaluate", "--policy", "tiresias", "--quick", "--out", str(out)]
+    argv += ["--suite", "ddl-gym-v1"]
     args = _parser().parse_args([*argv, "--no-progress", "--seeds", "0"])
     assert args.func(args) == 0
     assert len(list(out.glob("*.json"))) == len(get_suite().quick)

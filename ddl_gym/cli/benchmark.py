@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ddl_gym.cli.names import HEURISTICS, ORACLES  # the registry's names, without loading it
 
-DEFAULT_SUITE = "ddl-gym-v1"
+DEFAULT_SUITE = "ddl-gym-v3"  # the current suite; v1 and v2 by --suite
 
 
 def register(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
