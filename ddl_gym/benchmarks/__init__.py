@@ -5,7 +5,8 @@
     scores.card()
 
 See ``docs/benchmark.md`` for the suite, the protocol and the leaderboard.
-Statistics (``ddl_gym.benchmarks.stats``) need the ``bench`` extra (rliable).
+Statistics (``ddl_gym.benchmarks.stats``) need only the core install; the
+performance-profile plot needs matplotlib (the ``bench`` extra).
 """
 
 from ddl_gym.baselines import HEURISTICS, ORACLES

@@ -1,5 +1,5 @@
 """The leaderboard: every heuristic and oracle (and the shipped agent) on a
-suite split, aggregated as rliable does, written as ``docs/benchmark.md`` and
+suite split, aggregated as rliable defines it, written as ``docs/benchmark.md`` and
 a performance-profile PNG.
 
     ddl-gym benchmark leaderboard --suite ddl-gym-v1 --split test --agent
@@ -513,12 +513,13 @@ def _page(
             else []
         ),
         "* **Aggregates** over the (seeds x cases) score matrix, as rliable defines them "
-        "(Agarwal et al., NeurIPS 2021; `rliable.metrics`): interquartile mean (IQM), mean, "
+        "(Agarwal et al., NeurIPS 2021), computed in `ddl_gym.benchmarks.stats` with numpy "
+        "(the tests check them equal to `rliable.metrics`; rliable is not needed): "
+        "interquartile mean (IQM), mean, "
         "median (of per-case means) and optimality gap (mean of max(score - 1, 0): how far "
         "above the best heuristic), with 95% percentile confidence intervals from a "
         f"stratified bootstrap ({method}, {reps} resamples: rliable's `StratifiedBootstrap` "
-        "with `task_bootstrap=True`, written out in `ddl_gym.benchmarks.stats` because "
-        "`rliable.library` does not run with the `arch` releases that import under pandas 3). "
+        "with `task_bootstrap=True`). "
         "Probability of improvement: that a run of the policy has a lower score than a run "
         "of the other on the same case (ties count half), averaged over cases.",
         "* Heuristics run with their own engine settings (`engine_kwargs()`); every "
