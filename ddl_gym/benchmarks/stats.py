@@ -289,40 +289,6 @@ def performance_profile(
     return points, cis
 
 
-def plot_performance_profiles(
-    points: Mapping[str, np.ndarray],
-    cis: Mapping[str, np.ndarray],
-    taus: np.ndarray,
-    path: str,
-    title: str = "",
-) -> None:
-    """A PNG of the profiles (matplotlib, imported here: an optional extra)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 5))
-    colours = plt.get_cmap("tab20")  # (20 colours: ``colours(i)`` is the i-th)
-    for i, (name, y) in enumerate(points.items()):
-        style = "--" if "oracle" in name else "-"
-        (line,) = ax.plot(taus, y, style, label=name, linewidth=1.6, color=colours(i % 20))
-        ax.fill_between(taus, cis[name][0], cis[name][1], color=line.get_color(), alpha=0.07)
-    ax.set_xscale("log")
-    ax.set_xlim(taus[0], taus[-1])
-    ax.set_xlabel("tau: mean JCT / best non-oracle heuristic's on the case")
-    ax.set_ylabel("fraction of runs with score <= tau")
-    ax.set_ylim(0, 1.02)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.axvline(1.0, color="black", linewidth=0.8, linestyle=":")
-    if title:
-        ax.set_title(title)
-    ax.legend(fontsize=8, loc="lower right", ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-
-
 # -- the card of one policy against reference records -------------------------------------
 CITATION = (
     "cite: ddl-gym {version} (CITATION.cff), benchmark {suite} (suite sha256 {hash}), "

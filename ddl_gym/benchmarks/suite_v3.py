@@ -45,8 +45,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from ddl_gym.benchmarks.suite import LEGACY_HEURISTICS, Case, Suite
-from ddl_gym.benchmarks.workload import SYNTHETIC, Workload, freeze
+# v1's heavy-tailed generator settings: v3's synthetic cases draw from the same generator
+from ddl_gym.benchmarks.suite import _SYNTHETIC, _SYNTHETIC_QUICK, LEGACY_HEURISTICS, Case, Suite
+from ddl_gym.benchmarks.workload import SYNTHETIC, Workload
 
 # -- the heuristic set --------------------------------------------------------
 HEURISTICS_V3: tuple[str, ...] = (*LEGACY_HEURISTICS, "tiresias-c1")
@@ -128,26 +129,6 @@ _SEED = "traces/dally/sense_500jobs_{}.json"
 _ALIBABA = "traces/alibaba_openb/openb_pod_list_default_dev.csv"
 _TIRESIAS = "traces/tiresias/60_job.csv"
 
-_SYNTHETIC = freeze(
-    {
-        "n_jobs": 400,
-        "arrival_rate_per_h": 10.0,
-        "gpu_mix": {1: 30, 2: 10, 4: 15, 8: 25, 16: 10, 32: 7, 64: 3},
-        "duration_median_s": 7200.0,
-        "duration_sigma": 1.5,
-        "max_duration_s": 3 * 86400.0,
-    }
-)
-_SYNTHETIC_QUICK = freeze(
-    {
-        "n_jobs": 60,
-        "arrival_rate_per_h": 10.0,
-        "gpu_mix": {1: 30, 2: 10, 4: 30, 8: 30},
-        "duration_median_s": 1800.0,
-        "duration_sigma": 1.2,
-        "max_duration_s": 86400.0,
-    }
-)
 
 TEST_SEEDS = (0, 1, 2, 3, 4)
 VALIDATION_SEEDS = (0, 1, 2, 3, 4)
