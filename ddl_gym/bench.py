@@ -4,6 +4,7 @@
     python scripts/bench.py --philly             # every policy on the Philly week
     python scripts/bench.py --scale              # every policy, 10k/30k/100k jobs, 4,096 GPUs
     python scripts/bench.py --scale --jobs 100000 --policies fifo,dally
+    python scripts/bench.py --scale --scale-regime fixed --jobs 10000,100000,1000000
     python scripts/bench_env.py --env ddl_gym/Small-v0 --steps 50000
 
 All times are CPU seconds of the simulation alone (``time.process_time``:
@@ -21,6 +22,14 @@ workload is built before the clock starts.
   (64 racks x 8 servers x 8 GPUs, NVSwitch/InfiniBand, moderate congestion)
   at an offered load of 0.8 (see ``scale_trace``). Each run is a fresh
   process so that its peak resident memory (``ru_maxrss``) is its own.
+* ``--scale-regime fixed``: the cluster grows with the workload so that the
+  regime stays the same at every size: one GPU per ``JOBS_PER_GPU`` (10)
+  jobs (10k jobs on 1,024 GPUs ... 1M jobs on 99,968 GPUs, racks of 8 x 8)
+  and the same arrival rate per GPU (``FIXED_RATE_PER_GPU_H``), so the
+  arrival window, the offered load (0.8) and the queue per GPU are the same
+  at every size: cost per job should then stay flat. ``--scale-regime both``
+  runs this series and the 4,096-GPU one. Rows give CPU microseconds per job
+  and per event instant besides the totals.
 * the env case: a random valid-action policy on the Philly week (512 GPUs),
   steps per CPU-second.
 
@@ -72,11 +81,30 @@ CASES = (
 
 SCALE_JOBS = (10_000, 30_000, 100_000)
 SCALE_LOAD = 0.8
+SCALE_REGIMES = ("cluster", "fixed")  # 4,096 GPUs at every size; GPUs grow with jobs
+FIXED_JOBS = (10_000, 100_000, 1_000_000)
+JOBS_PER_GPU = 10
+_RACK_GPUS = 64  # 8 servers x 8 GPUs
 
 
 def scale_cluster() -> Cluster:
     """4,096 GPUs: 64 racks of the Philly benchmark's racks (8 servers x 8)."""
     return Cluster(64, 8, 8, FABRICS["nvswitch_ib"])
+
+
+def fixed_regime_cluster(n_jobs: int) -> Cluster:
+    """The fixed-regime cluster of ``n_jobs`` jobs: one GPU per
+    ``JOBS_PER_GPU`` jobs, in whole racks of 8 servers x 8 GPUs."""
+    racks = max(1, round(n_jobs / (JOBS_PER_GPU * _RACK_GPUS)))
+    return Cluster(racks, 8, 8, FABRICS["nvswitch_ib"])
+
+
+def fixed_rate_per_gpu_h(load: float = SCALE_LOAD) -> float:
+    """Arrivals per hour per GPU of the fixed regime: the rate whose offered
+    load over the arrival window is ``load`` for ``JOBS_PER_GPU`` jobs per
+    GPU (the window ``n / rate`` is then the same at every size)."""
+    gpus = 1000
+    return scale_arrival_rate(load, JOBS_PER_GPU * gpus, gpus) / gpus
 
 
 def _survival(s: np.ndarray) -> np.ndarray:
@@ -128,6 +156,25 @@ def scale_trace(n_jobs: int, seed: int = 0, load: float = SCALE_LOAD):
     )
 
 
+def fixed_regime_trace(n_jobs: int, seed: int = 0, load: float = SCALE_LOAD):
+    """Philly-shaped synthetic jobs on ``fixed_regime_cluster(n_jobs)`` at the
+    fixed regime's arrival rate per GPU."""
+    cluster = fixed_regime_cluster(n_jobs)
+    rate = fixed_rate_per_gpu_h(load) * cluster.num_gpus
+    return synthetic_trace(
+        n_jobs=n_jobs, seed=seed, arrival_rate_per_h=rate, max_gpus=cluster.num_gpus
+    )
+
+
+def scale_case(n_jobs: int, regime: str = "cluster"):
+    """(trace, cluster) of one scale case of ``regime`` (``SCALE_REGIMES``)."""
+    if regime == "cluster":
+        return scale_trace(n_jobs), scale_cluster()
+    if regime == "fixed":
+        return fixed_regime_trace(n_jobs), fixed_regime_cluster(n_jobs)
+    raise ValueError(f"unknown scale regime {regime!r}; known: {', '.join(SCALE_REGIMES)}")
+
+
 def offered_load(trace, num_gpus: int) -> float:
     """Realised ``window_load`` of a trace: GPU-seconds its jobs would hold
     within the arrival window if each started on arrival, over ``G * T``."""
@@ -167,8 +214,11 @@ def run_measured(trace, cluster, policy_name: str, congestion: str = "moderate")
     return {
         "policy": policy_name,
         "jobs": len(trace),
+        "gpus": engine.cluster.num_gpus,
         "cpu_s": cpu,
         "jobs_per_cpu_s": len(trace) / cpu,
+        "us_per_job": 1e6 * cpu / len(trace),
+        "us_per_event": 1e6 * cpu / max(1, engine.instant),
         "events": engine.instant,
         "makespan_h": result.summary["makespan_s"] / 3600,
         "utilization": result.summary["gpu_utilization"],
@@ -210,24 +260,28 @@ def philly_rows(data: Path, policies: list[str], repeat: int = 1) -> list[dict]:
     return rows
 
 
-def _scale_child(n_jobs: int, policy: str, cpu_limit_s: float | None = None) -> None:
+def _scale_child(
+    n_jobs: int, policy: str, cpu_limit_s: float | None = None, regime: str = "cluster"
+) -> None:
     """Run one scale case in this (fresh) process; print one JSON line. With
     ``cpu_limit_s`` the process is stopped (SIGXCPU) past that much CPU time."""
     if cpu_limit_s:
         limit = math.ceil(cpu_limit_s)
         resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 5))
-    trace = scale_trace(n_jobs)
-    cluster = scale_cluster()
+    trace, cluster = scale_case(n_jobs, regime)
     row = run_measured(trace, cluster, policy)
+    row["regime"] = regime
     row["offered_load"] = offered_load(trace, cluster.num_gpus)
     # ru_maxrss: KiB on Linux; the whole process (interpreter, trace, run)
     row["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(row))
 
 
-def _scale_run(n: int, name: str, cpu_limit_s: float | None) -> dict | None:
+def _scale_run(
+    n: int, name: str, cpu_limit_s: float | None, regime: str = "cluster"
+) -> dict | None:
     """One scale case in a fresh process (None: stopped at ``cpu_limit_s``)."""
-    arg = f"{n},{name}" + (f",{cpu_limit_s}" if cpu_limit_s else "")
+    arg = f"{n},{name},{regime}" + (f",{cpu_limit_s}" if cpu_limit_s else "")
     out = subprocess.run(
         [sys.executable, "-m", "ddl_gym.bench", "--scale-child", arg],
         capture_output=True,
@@ -242,31 +296,45 @@ def _scale_run(n: int, name: str, cpu_limit_s: float | None) -> dict | None:
 
 
 def scale_rows(
-    jobs: list[int], policies: list[str], cpu_limit_s: float | None = None, repeat: int = 1
+    jobs: list[int],
+    policies: list[str],
+    cpu_limit_s: float | None = None,
+    repeat: int = 1,
+    regime: str = "cluster",
 ) -> list[dict]:
     """One fresh process per (jobs, policy, repeat), the least CPU of
     ``repeat`` kept (the machine is shared: the others ran slower for
     reasons outside the run); a case stopped at ``cpu_limit_s`` CPU seconds
-    every time gives a row with ``cpu_s = None`` (shown as "> limit")."""
+    every time gives a row with ``cpu_s = None`` (shown as "> limit"). The
+    policies alternate within each size, so a slow spell of the shared
+    machine falls on all of them."""
     rows = []
     for n in jobs:
+        gpus = (scale_cluster() if regime == "cluster" else fixed_regime_cluster(n)).num_gpus
+        where = f"scale {n:>9,} jobs, {gpus:>7,} GPUs"
         for name in policies:
-            runs = [_scale_run(n, name, cpu_limit_s) for _ in range(max(1, repeat))]
+            runs = [_scale_run(n, name, cpu_limit_s, regime) for _ in range(max(1, repeat))]
             done = [r for r in runs if r is not None]
             if not done:
-                rows.append({"policy": name, "jobs": n, "cpu_s": None, "limit": cpu_limit_s})
-                print(
-                    f"scale {n:>7,} jobs, 4,096 GPUs | {name:14s} > {cpu_limit_s:.0f} CPU-s "
-                    "(stopped)",
-                    flush=True,
+                rows.append(
+                    {
+                        "policy": name,
+                        "jobs": n,
+                        "gpus": gpus,
+                        "regime": regime,
+                        "cpu_s": None,
+                        "limit": cpu_limit_s,
+                    }
                 )
+                print(f"{where} | {name:14s} > {cpu_limit_s:.0f} CPU-s (stopped)", flush=True)
                 continue
             row = min(done, key=lambda r: r["cpu_s"])
             row["runs"] = len(runs)
             rows.append(row)
             print(
-                f"scale {n:>7,} jobs, 4,096 GPUs | {name:14s} {row['cpu_s']:7.2f} CPU-s "
-                f"{row['jobs_per_cpu_s']:9,.0f} jobs/CPU-s {row['events']:10,d} events "
+                f"{where} | {name:14s} {row['cpu_s']:8.2f} CPU-s "
+                f"{row['us_per_job']:6,.0f} us/job {row['us_per_event']:5,.0f} us/event "
+                f"{row['events']:10,d} events "
                 f"peak {row['peak_rss_mib']:6,.0f} MiB load {row['offered_load']:.2f} "
                 f"busy {row['window_utilization']:.2f} (util {row['utilization']:.2f})"
                 + (f" (best of {len(runs)})" if len(runs) > 1 else ""),
@@ -276,24 +344,35 @@ def scale_rows(
 
 
 def markdown(rows: list[dict], with_memory: bool) -> str:
-    head = "| jobs | policy | CPU s | jobs / CPU-s | events |"
-    rule = "|---:|---|---:|---:|---:|"
-    if with_memory:
-        head += " peak MiB | busy |"
-        rule += "---:|---:|"
-    lines = [head, rule]
+    """A markdown table of ``rows``; ``with_memory`` (the scale rows): GPUs,
+    cost per job and per event, peak RSS and the busy share too."""
+    if not with_memory:
+        lines = ["| jobs | policy | CPU s | jobs / CPU-s | events |", "|---:|---|---:|---:|---:|"]
+        for r in rows:
+            if r["cpu_s"] is None:
+                lines.append(f"| {r['jobs']:,} | {r['policy']} | > {r['limit']:.0f} | - | - |")
+                continue
+            lines.append(
+                f"| {r['jobs']:,} | {r['policy']} | {r['cpu_s']:.2f} | "
+                f"{r['jobs_per_cpu_s']:,.0f} | {r['events']:,} |"
+            )
+        return "\n".join(lines)
+    lines = [
+        "| jobs | GPUs | policy | CPU s | µs / job | µs / event | events | peak MiB | busy |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
+        gpus = f"{r['gpus']:,}" if "gpus" in r else "-"
         if r["cpu_s"] is None:
-            cols = 4 if with_memory else 2
-            lines.append(f"| {r['jobs']:,} | {r['policy']} | > {r['limit']:.0f} |" + " - |" * cols)
+            lines.append(
+                f"| {r['jobs']:,} | {gpus} | {r['policy']} | > {r['limit']:.0f} |" + " - |" * 5
+            )
             continue
-        line = (
-            f"| {r['jobs']:,} | {r['policy']} | {r['cpu_s']:.2f} | "
-            f"{r['jobs_per_cpu_s']:,.0f} | {r['events']:,} |"
+        lines.append(
+            f"| {r['jobs']:,} | {gpus} | {r['policy']} | {r['cpu_s']:.2f} | "
+            f"{r['us_per_job']:,.0f} | {r['us_per_event']:,.1f} | {r['events']:,} | "
+            f"{r['peak_rss_mib']:,.0f} | {r['window_utilization']:.2f} |"
         )
-        if with_memory:
-            line += f" {r['peak_rss_mib']:,.0f} | {r['window_utilization']:.2f} |"
-        lines.append(line)
     return "\n".join(lines)
 
 
@@ -303,7 +382,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--env-steps", type=int, default=100_000)
     ap.add_argument("--philly", action="store_true", help="every policy on the Philly week")
     ap.add_argument("--scale", action="store_true", help="synthetic 10k-100k jobs, 4,096 GPUs")
-    ap.add_argument("--jobs", default=",".join(map(str, SCALE_JOBS)), help="scale job counts")
+    ap.add_argument("--jobs", default=None, help="scale job counts (default per regime)")
+    ap.add_argument(
+        "--scale-regime",
+        choices=(*SCALE_REGIMES, "both"),
+        default="cluster",
+        help="cluster: 4,096 GPUs at every size; fixed: GPUs grow with the jobs (one per "
+        f"{JOBS_PER_GPU}), same load and arrival rate per GPU; both",
+    )
     ap.add_argument("--policies", default=",".join(POLICY_NAMES), help="policies to run")
     ap.add_argument("--markdown", action="store_true", help="also print markdown tables")
     ap.add_argument(
@@ -321,8 +407,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--scale-child", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.scale_child:
-        n, policy, *limit = args.scale_child.split(",")
-        _scale_child(int(n), policy, float(limit[0]) if limit else None)
+        n, policy, regime, *limit = args.scale_child.split(",")
+        _scale_child(int(n), policy, float(limit[0]) if limit else None, regime)
         return
     try:
         run_benchmarks(
@@ -330,11 +416,12 @@ def main(argv: list[str] | None = None) -> None:
             env_steps=args.env_steps,
             philly=args.philly,
             scale=args.scale,
-            jobs=[int(x) for x in args.jobs.split(",") if x],
+            jobs=[int(x) for x in args.jobs.split(",") if x] if args.jobs else None,
             policies=[p for p in args.policies.split(",") if p],
             markdown_tables=args.markdown,
             cpu_limit=args.cpu_limit,
             scale_repeat=args.scale_repeat,
+            scale_regime=args.scale_regime,
         )
     except ValueError as err:
         ap.error(str(err))
@@ -346,14 +433,23 @@ def run_benchmarks(
     env_steps: int = 100_000,
     philly: bool = False,
     scale: bool = False,
-    jobs: Sequence[int] = SCALE_JOBS,
+    jobs: Sequence[int] | None = None,
     policies: Sequence[str] = POLICY_NAMES,
     markdown_tables: bool = False,
     cpu_limit: float | None = None,
     scale_repeat: int = 1,
+    scale_regime: str = "cluster",
 ) -> None:
     """``--philly`` and / or ``--scale`` (``philly``, ``scale``), else the
-    FIFO cases and the env case; prints one line per case as it finishes."""
+    FIFO cases and the env case; prints one line per case as it finishes.
+    ``scale_regime``: ``cluster``, ``fixed`` or ``both`` (``SCALE_REGIMES``);
+    ``jobs`` defaults to ``SCALE_JOBS`` (cluster) or ``FIXED_JOBS`` (fixed)."""
+    regimes = list(SCALE_REGIMES) if scale_regime == "both" else [scale_regime]
+    unknown_regimes = [r for r in regimes if r not in SCALE_REGIMES]
+    if unknown_regimes:
+        raise ValueError(
+            f"unknown scale regime {unknown_regimes[0]!r}; known: {', '.join(SCALE_REGIMES)}, both"
+        )
     policies = list(policies)
     unknown = [p for p in policies if p not in POLICY_NAMES]
     if unknown:
@@ -368,9 +464,12 @@ def run_benchmarks(
                 if markdown_tables:
                     print(markdown(rows, with_memory=False))
         if scale:
-            rows = scale_rows(list(jobs), policies, cpu_limit, scale_repeat)
-            if markdown_tables:
-                print(markdown(rows, with_memory=True))
+            for regime in regimes:
+                default: Sequence[int] = FIXED_JOBS if regime == "fixed" else SCALE_JOBS
+                sizes = list(jobs or default)
+                rows = scale_rows(sizes, policies, cpu_limit, scale_repeat, regime)
+                if markdown_tables:
+                    print(markdown(rows, with_memory=True))
         return
     if data is None:
         print("../shared/data not found (set DDL_GYM_DATA): nothing to benchmark")

@@ -28,13 +28,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Time one policy on a scenario's workload (best of --repeat runs, CPU "
         "seconds) and its peak Python memory. --suite runs the standard cases of ddl_gym.bench "
         "instead; --philly every policy on the Philly week; --scale every policy on synthetic "
-        "10k/30k/100k-job workloads on 4,096 GPUs at offered load 0.8.",
+        "10k/30k/100k-job workloads on 4,096 GPUs at offered load 0.8; --scale --scale-regime "
+        "fixed grows the cluster with the jobs (10k jobs on 1,024 GPUs ... 1M on 99,968) at the "
+        "same load and arrival rate per GPU.",
         epilog=epilog(
             "ddl-gym bench -s seed-week-heavy",
             "ddl-gym bench -s philly-week-512 --policy fifo --repeat 5",
             "ddl-gym bench --suite",
             "ddl-gym bench --philly",
             "ddl-gym bench --scale --scale-jobs 100000 --policies fifo,tiresias,gandiva,dally",
+            "ddl-gym bench --scale --scale-regime fixed --scale-jobs 10000,100000,1000000",
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -53,6 +56,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scale", action="store_true", help="synthetic jobs on 4,096 GPUs")
     p.add_argument(
         "--scale-jobs", default=None, help="--scale job counts (default 10000,30000,100000)"
+    )
+    p.add_argument(
+        "--scale-regime",
+        choices=("cluster", "fixed", "both"),
+        default="cluster",
+        help="--scale: cluster = 4,096 GPUs at every size (default 10k/30k/100k jobs); fixed = "
+        "one GPU per 10 jobs, same load and arrival rate per GPU (default 10k/100k/1M jobs); both",
     )
     p.add_argument(
         "--scale-repeat",
@@ -126,6 +136,7 @@ def _suites(args: argparse.Namespace) -> int:
         philly=args.philly,
         scale=args.scale,
         scale_repeat=args.scale_repeat,
+        scale_regime=args.scale_regime,
         **kwargs,
     )
     return 0
