@@ -80,7 +80,8 @@ def test_decisions_ignore_unfinished_sizes_and_future_arrivals():
     # the same past; every job unfinished at the cut 5x larger (it stays
     # unfinished); every later arrival replaced by other jobs at other times
     other = trace.jobs.copy()
-    unfinished = (other["arrival_s"] < cut) & (jobs.loc[other["job_id"], "end_s"].values > cut)
+    ends = jobs.loc[other["job_id"], "end_s"].to_numpy(dtype=float)
+    unfinished = (other["arrival_s"] < cut).to_numpy() & (ends > cut)
     assert unfinished.sum() >= 3
     other.loc[unfinished, "iterations"] *= 5
     later = other["arrival_s"] > cut
@@ -114,8 +115,8 @@ def test_one_candidate_is_that_heuristic():
 
 def test_registered_but_not_among_the_compared_policies():
     assert "planner" not in POLICY_NAMES
-    assert make_policy("planner", futures=3).futures == 3
-    assert isinstance(make_policy("planner"), PlannerPolicy)
+    made = make_policy("planner", futures=3)
+    assert isinstance(made, PlannerPolicy) and made.futures == 3
 
 
 @pytest.mark.parametrize(
