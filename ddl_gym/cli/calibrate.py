@@ -1,7 +1,10 @@
 """``ddl-gym calibrate``: fit your own measured table (``--table``,
-``ddl_gym.fidelity.own_table``) or write the network model's fidelity report
-on the bundled tables (``ddl_gym.fidelity.report.run``). Outputs go to the
-user data dir (``ddl_gym.userdata``) or ``--out``, never into the package."""
+``ddl_gym.fidelity.own_table``), save the prior for a hardware description
+alone (``--hardware`` without ``--table``), or write the network model's
+fidelity report on the bundled tables (``ddl_gym.fidelity.report.run``).
+Outputs go to the user data dir (``ddl_gym.userdata``) or ``--out``, never
+into the package; a refused table or name writes nothing, and an existing
+preset is replaced only with ``--force``."""
 
 from __future__ import annotations
 
@@ -25,10 +28,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="With --table: fit a fabric to your own measured placement table (CSV: "
         "model, local_bsz, placement as GPUs per server e.g. 8+8, t_iter; optional repeat, "
         "hardware; see docs/calibration.md), cross-validate it, report the error per level "
-        "and save it as a preset in the user data dir, usable as fabric=NAME. Without: fit "
-        "presets to the bundled measured tables and write the fidelity report.",
+        "and save it as a preset in the user data dir, usable as fabric=NAME. With "
+        "--hardware alone: save the prior preset for that hardware description. Without "
+        "either: fit presets to the bundled measured tables and write the fidelity report.",
         epilog=epilog(
             "ddl-gym calibrate --table my_cluster.csv --name my_cluster",
+            "ddl-gym calibrate --table my_cluster.csv --name my_cluster --force   # replace it",
+            'ddl-gym calibrate --hardware "8x A100 SXM4, NVSwitch, 8x HDR InfiniBand" --name dgx',
             "ddl-gym calibrate --table dgx.csv --base a100_nvlink_ib --no-save --out /tmp/cal",
             "ddl-gym calibrate --no-save --out /tmp/cal",
             "ddl-gym calibrate --clusters gavel_k80,chronus --no-save --out /tmp/cal",
@@ -46,7 +52,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="preset whose unfitted fields the fit keeps and that the report compares "
         "(default: the datasheet preset nearest the table's hardware column)",
     )
-    t.add_argument("--hardware", help="hardware description (overrides the table's column)")
+    t.add_argument(
+        "--hardware",
+        help="hardware description, e.g. '8x A100 SXM4, NVSwitch, 8x HDR InfiniBand': with "
+        "--table it replaces the table's column; alone, the prior preset for it is saved",
+    )
+    t.add_argument(
+        "--force", action="store_true", help="replace an existing user preset of the same name"
+    )
     add_scenario_args(p)
     p.add_argument("--data", type=Path, help="data dir (default: ../shared/data)")
     p.add_argument(
@@ -80,11 +93,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run_table(args: argparse.Namespace) -> int:
     from ddl_gym import userdata
-    from ddl_gym.fidelity.measured import MeasuredTableError
     from ddl_gym.fidelity.own_table import DEFAULT_LOSS, calibrate_table
 
     if args.docs or args.clusters or args.scenario or args.config:
         raise CliError("--table fits your table alone: no --docs, --clusters or scenario")
+    if args.force and args.no_save:
+        raise CliError("--force replaces a saved preset: not with --no-save")
+    out = args.out if args.out is not None else userdata.data_home() / "calibration"
     try:
         rep = calibrate_table(
             args.table,
@@ -94,28 +109,65 @@ def run_table(args: argparse.Namespace) -> int:
             hardware=args.hardware,
             loss=args.loss or DEFAULT_LOSS,
             seed=args.seed,
+            force=args.force,
+            report_dir=out,
         )
-    except (MeasuredTableError, ValueError) as err:
+    except ValueError as err:  # MeasuredTableError, PresetExists, unknown --base, bad name
         raise CliError(str(err)) from None
-    out = args.out if args.out is not None else userdata.data_home() / "calibration"
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{rep.name}.md"
-    path.write_text(rep.markdown)
     print(rep.markdown.split("## What the form")[0].rstrip())
     print(
         f"\n{len(rep.below_one)} rows below 1 and {len(rep.non_monotone)} non-monotone rows "
-        f"the form cannot express: listed in {path}"
+        "the form cannot express: listed in the report"
     )
+    print(f"report: {rep.report}")
     if rep.saved is None:
-        print("not saved (--no-save)")
+        print("preset not saved (--no-save)")
+    else:
+        print(f'preset saved: {rep.saved} (use it as fabric="{rep.name}" or --fabric {rep.name})')
+    return 0
+
+
+def run_hardware(args: argparse.Namespace) -> int:
+    """``--hardware`` without ``--table``: the prior's preset for the description."""
+    from ddl_gym.fidelity.own_table import fabric_line, hardware_preset
+
+    if args.docs or args.clusters or args.scenario or args.config or args.out:
+        raise CliError(
+            "--hardware without --table saves a preset only: no --docs, --clusters, --out "
+            "or scenario"
+        )
+    if args.base:
+        raise CliError("--base goes with --table (without it, --hardware picks the preset)")
+    if args.force and args.no_save:
+        raise CliError("--force replaces a saved preset: not with --no-save")
+    try:
+        pre = hardware_preset(args.hardware, args.name, save=not args.no_save, force=args.force)
+    except ValueError as err:  # hardware.UnreadableHardware, PresetExists, bad name
+        raise CliError(str(err)) from None
+    hw = pre.hardware
+    intra = hw.intra or "not stated"
+    if hw.intra and not hw.intra_stated:
+        intra += " (the GPU's usual)"
+    network = f"{hw.ports} x {hw.network}" if hw.network else "not stated"
+    print(
+        f"hardware read as: GPU {hw.gpu or 'not stated'}; intra-server {intra}; network {network}"
+    )
+    print(f"prior preset: {fabric_line(pre.fabric)}")
+    print(f"  ({pre.fabric.description})")
+    if pre.saved is None:
+        print("preset not saved (--no-save)")
+    else:
+        print(f'preset saved: {pre.saved} (use it as fabric="{pre.name}" or --fabric {pre.name})')
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
     if args.table is not None:
         return run_table(args)
-    if args.name or args.base or args.hardware:
-        raise CliError("--name, --base and --hardware go with --table")
+    if args.hardware is not None:
+        return run_hardware(args)
+    if args.name or args.base or args.force:
+        raise CliError("--name, --base and --force go with --table or --hardware")
     from ddl_gym.fidelity import report
     from ddl_gym.fidelity.calibrate import CALIBRATION_DRAWS
     from ddl_gym.topology import FABRICS

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -520,11 +521,17 @@ def save_fitted(
     name: str | None = None,
     directory: str | Path | None = None,
     description: str = "",
+    overwrite: bool = True,
 ) -> Path:
     """Save a fitted fabric as ``<directory>/<name>.json``; by default in the
     user data dir (``ddl_gym.userdata.fabrics_dir()``), where
     ``topology.get_fabric`` finds it by name. Never the package by default:
     the shipped presets change only deliberately (golden results use them).
+
+    The file is written whole or not at all (a temporary file in the same
+    folder, then ``os.replace``), so an interrupted save never leaves half a
+    preset. ``overwrite=False`` raises ``FileExistsError`` (and writes
+    nothing) where the preset exists.
 
     The tables know no racks, so the uplink is set to the fitted NIC link
     (non-blocking): an assumption, not a fit.
@@ -542,8 +549,20 @@ def save_fitted(
 
         directory = userdata.fabrics_dir()
     directory = Path(directory)
+    path = directory / f"{name}.json"
+    if not overwrite and path.exists():
+        raise FileExistsError(f"{path}: a preset of that name exists")
     directory.mkdir(parents=True, exist_ok=True)
-    return save_fabric(fabric, directory / f"{name}.json")
+    # hidden and not *.json: never listed as a preset while it is being written;
+    # created by write_text, so with the user's usual permissions (umask)
+    tmp = directory / f".{name}.{os.getpid()}.tmp"
+    try:
+        save_fabric(fabric, tmp)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    return path
 
 
 # -- hold-out evaluation ---------------------------------------------------------
