@@ -275,7 +275,11 @@ def test_hardware_alone_saves_the_priors_preset(home, capsys):
     assert fabric.name == "dgx" and text in fabric.description
     assert fabric.gpu_link == prior.gpu_link and fabric.nic == prior.nic
     assert fabric.algorithm == prior.algorithm and fabric.overlap == prior.overlap
-    # kept unless --force
+    # kept unless --force; --no-save prints the prior and writes nothing
+    before = saved.read_bytes()
+    rc, out, _ = _calibrate(capsys, "--hardware", text, "--name", "other", "--no-save")
+    assert rc == 0 and "preset not saved (--no-save)" in out and "hardware read as:" in out
+    assert _files(home) == ["fabrics/dgx.json"] and saved.read_bytes() == before
     rc, _, err = _calibrate(capsys, "--hardware", text, "--name", "dgx")
     assert rc == 2 and "--force" in _one_line(err)
     assert _calibrate(capsys, "--hardware", text, "--name", "dgx", "--force")[0] == 0
@@ -312,3 +316,16 @@ def test_hardware_that_states_nothing_is_refused(home, capsys):
     assert rc == 2
     assert "synthetic" in _one_line(err)
     assert not home.exists()
+
+
+def test_the_documented_example_reads_with_its_servers_of_8(tmp_path):
+    """The example of docs/calibration.md (``own_table.FORMAT_DOC``): its
+    hardware column states DGX A100 servers (8 GPUs each)."""
+    from ddl_gym.fidelity.own_table import FORMAT_DOC
+
+    path = tmp_path / "dgx.csv"
+    path.write_text(FORMAT_DOC.split("```")[1].strip() + "\n")
+    table = read_own_table(path)
+    assert table.gpus_per_server == 8
+    assert list(table.rows["placement"]) == [(1,), (8,), (8, 8), (8, 8)]
+    assert list(table.rows["repeat"]) == ["1", "1", "1", "2"]

@@ -68,13 +68,15 @@ BELOW_TOL = 0.02
 
 _FORMAT_COLUMNS = (
     ("model", "a catalogue model (`ddl_gym.profiles.MODEL_NAMES`: resnet50, bert_base, ...)"),
-    ("local_bsz", "per-GPU batch size"),
+    ("local_bsz", "per-GPU batch size, a whole number (1 to 2^20)"),
     (
         "placement",
-        "GPUs per server, `+`-joined, any server size: `8+8` two servers of 8, `4` four "
-        "GPUs on one server, `2+1`; `8,8` inside quotes also works",
+        "GPUs per server, `+`-joined, 1 to 1,024 per server: `8+8` two servers of 8, `4` "
+        "four GPUs on one server, `2+1`; `8,8` inside quotes also works. A published "
+        "artifact's digit string (`18` for one GPU on one server and eight on another) is "
+        "written `1+8`",
     ),
-    ("t_iter", "seconds per training iteration (steady state)"),
+    ("t_iter", "seconds per training iteration (steady state), from 1 us to 1 day"),
     (
         "repeat",
         "optional repeat id: rows that differ only in it are repeats (they give the "
@@ -83,7 +85,9 @@ _FORMAT_COLUMNS = (
     (
         "hardware",
         "optional, one per table: GPU, intra-server link and network, e.g. `8x A100 SXM4, "
-        "NVSwitch, 8x HDR InfiniBand`; it picks the base preset and the transfer prior",
+        "NVSwitch, 8x HDR InfiniBand`; it picks the base preset, and where it states the "
+        "GPUs per server (`8x A100`, `DGX A100`, `servers of 8 GPUs`) no placement may put "
+        "more in one server",
     ),
 )
 
@@ -91,7 +95,8 @@ FORMAT_DOC = (
     """## Calibrate to your own cluster: `ddl-gym calibrate --table`
 
 Measure your cluster's iteration times and write them as a CSV with a header
-(`measured.read_table`; other columns are ignored):
+(UTF-8, with or without a byte order mark, as a spreadsheet's "CSV UTF-8"
+saves it; `own_table.read_own_table`; other columns are ignored):
 
 | column | meaning |
 |---|---|
@@ -110,7 +115,7 @@ resnet50,64,8+8,0.193,1,
 resnet50,64,8+8,0.195,2,
 ```
 
-`ddl-gym calibrate --table FILE [--name NAME] [--base PRESET] [--hardware TEXT]`
+`ddl-gym calibrate --table FILE [--name NAME] [--base PRESET] [--hardware TEXT] [--force]`
 fits the three all-reduce forms (the better kept), cross-validates over
 placements (4 folds), prints the error per level beside predicting no
 communication cost and the base preset, lists the rows the form cannot
@@ -118,10 +123,25 @@ express (below 1; on one server, faster than fewer GPUs of the same job) and
 the repeatability floor, and saves the preset as `<user data dir>/fabrics/NAME.json`
 (`ddl_gym.userdata`: `platformdirs`' user data dir, or `$DDL_GYM_DATA_HOME`),
 after which `fabric="NAME"` works in the env, `simulate()` and scenarios. The
-report goes to `<user data dir>/calibration/NAME.md` (or `--out`). Nothing is
-written into the package. The bundled Gavel and Pollux tables are read by the
-same reader (`measured.points_frame`) and can be written in this format
-(`measured.write_table`).
+report goes to `<user data dir>/calibration/NAME.md` (or `--out`); the command
+prints both paths. `--hardware` replaces the table's hardware column; a
+description the reader cannot take does not refuse the table (the fit needs
+no prior): the base is then `pcie_25gbe` (or `--base`), and the report says so.
+
+A table that cannot be read right is refused: one line naming the file, the
+row (and its line in the file) and the field, exit status 2, nothing written.
+Nothing is written until the whole command has succeeded (the report and the
+preset each go to a temporary file in their folder, then `os.replace`), and
+an existing preset of the same name is kept unless `--force`. Nothing is
+written into the package. The bundled Gavel and Pollux tables become rows
+through the same function (`measured.points_frame`) and can be written in
+this format (`measured.write_table`).
+
+`ddl-gym calibrate --hardware TEXT [--name NAME] [--force]`, without a table,
+saves the prior's preset for that description
+(`hardware.describe`, then `hardware.preset_for`; default name `prior_` and
+the description's words) and prints what it read; a description it cannot
+read is refused in one line saying what it understood.
 """
 )
 
@@ -611,10 +631,12 @@ def _understood(hw: Hardware) -> bool:
 
 def _hardware_line(hw: str, per_server: int | None, unread: str) -> str:
     if not hw:
-        return "(not stated)"
+        return "(not stated; placements not checked against the GPUs per server)"
     line = hw
     if per_server is not None:
         line += f" ({per_server} GPUs per server: every placement checked against it)"
+    else:
+        line += " (GPUs per server not stated: placements not checked against them)"
     if unread:
         line += f" (not understood: {unread}; base {DEFAULT_BASE}, choose one with --base)"
     return line
