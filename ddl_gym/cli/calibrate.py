@@ -45,7 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     t = p.add_argument_group("your own table")
     t.add_argument("--table", type=Path, help="your measured table (CSV, documented format)")
     t.add_argument(
-        "--name", help="name of the saved preset (default: the table's file name, no suffix)"
+        "--name",
+        help="name of the saved preset (default: the table's file name, no suffix; with "
+        "--hardware alone, prior_ and the description's words)",
     )
     t.add_argument(
         "--base",
