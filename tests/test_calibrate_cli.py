@@ -70,6 +70,9 @@ BAD_TABLES = {
         (HEADER + "resnet50,64,1,0.18,\n" + 'resnet50,64,8,0.19,"V100 caf').encode() + b'\xe9"\n',
         ("line 3", "not UTF-8", "0xe9"),
     ),
+    "a spreadsheet's own file": (b"PK\x03\x04" + bytes(range(256)), ("zip file", "CSV UTF-8")),
+    "UTF-16 text": (("\ufeff" + HEADER).encode("utf-16-le"), ("UTF-16 text", "CSV UTF-8")),
+    "semicolons": (HEADER.replace(",", ";").encode(), ("separated by ';'",)),
     "huge placement": (
         (HEADER + "resnet50,64,1,0.18,\nresnet50,64," + "9" * 400 + ",0.19,\n").encode(),
         ("row 2 (line 3)", "'placement'", "1,024"),

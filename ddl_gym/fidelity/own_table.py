@@ -159,6 +159,13 @@ MAX_TABLE_BYTES = 64 << 20  # a measured table is kilobytes; this is a wrong fil
 _T_RANGE = "s (a microsecond to a day per iteration)"
 _BSZ_RANGE = "samples per GPU"
 
+# What a spreadsheet saves when not asked for CSV: its own file, or UTF-16 text.
+_NOT_CSV = (
+    (b"PK\x03\x04", "a zip file (a spreadsheet's .xlsx or .ods?)"),
+    (b"\xd0\xcf\x11\xe0", "an old Excel (.xls) file"),
+    (b"\xff\xfe", "UTF-16 text"),
+    (b"\xfe\xff", "UTF-16 text"),
+)
 _SEPARATORS = re.compile(r"[+,;\s]+")
 _DIGITS = re.compile(r"[0-9]+")
 
@@ -232,6 +239,9 @@ def _read_text(path: Path) -> str:
         data = path.read_bytes()
     except OSError as err:
         raise MeasuredTableError(path, f"cannot read: {err.strerror or err}") from None
+    for magic, what in _NOT_CSV:
+        if data.startswith(magic):
+            raise MeasuredTableError(path, f"{what}, not CSV text; save it as 'CSV UTF-8'")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
@@ -255,6 +265,12 @@ def _records(path: Path, text: str) -> list[tuple[str, dict[str, str]]]:
         raise MeasuredTableError(path, "empty file: no header")
     header = [c.strip() for c in first]
     missing = [c for c in TABLE_COLUMNS if c not in header]
+    if missing and len(header) == 1:
+        for sep, name in (("\t", "tabs"), (";", "';'")):
+            if sep in header[0]:
+                raise MeasuredTableError(
+                    path, f"columns separated by {name}, not ','; save the table as CSV"
+                )
     if missing:
         raise MeasuredTableError(
             path, f"missing column(s) {', '.join(missing)}; header is {header}"
