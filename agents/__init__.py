@@ -8,14 +8,12 @@ env_kwargs)`` saves your own SB3 model with the env it was trained in, so
 ``load_policy(path)`` and ``ddl-gym compare --policies agent:PATH`` need no more.
 ``ddl_gym.agents.portfolio.make()`` runs the shipped model beside Tiresias
 and Gandiva, one at a time, chosen online by replaying the cluster's own
-recent jobs (``--policy portfolio`` in the CLI). ``load_ensemble(paths)``
-makes several checkpoints of one run act as one policy (a soft vote).
+recent jobs (``--policy portfolio`` in the CLI).
 Training: ``ddl_gym.agents.train.train(TrainConfig(...), out_dir)`` or
 ``scripts/train.py``. Needs the ``agents`` extra (torch, SB3, sb3-contrib).
 """
 
 from ddl_gym.agents.config import EnvConfig, PPOConfig, SplitConfig, TrainConfig
-from ddl_gym.agents.ensemble import CheckpointEnsemble, load_ensemble
 from ddl_gym.agents.policy import DEFAULT_MODEL, AgentPolicy, load_policy
 
 from ddl_gym.model_env import save_model
@@ -23,12 +21,10 @@ from ddl_gym.model_env import save_model
 __all__ = [
     "DEFAULT_MODEL",
     "AgentPolicy",
-    "CheckpointEnsemble",
     "EnvConfig",
     "PPOConfig",
     "SplitConfig",
     "TrainConfig",
-    "load_ensemble",
     "load_policy",
     "save_model",
 ]

@@ -3,7 +3,7 @@
 PPO fine-tuning alone never learnt Tiresias' least-attained-service order
 where Tiresias wins, and drifted away from its start elsewhere (every run's
 best validation iteration was its start); fitting DAgger labels in a
-separate pass moved the whole network (docs/agents.md, issue 31). Here the
+separate pass moved the whole network (docs/agents_log.md, issue 31). Here the
 imitation happens inside the training run, on the states PPO visits:
 
 * ``TeacherLabels`` (inside ``SuiteCaseEnv``): on the train cases listed in

@@ -4,7 +4,7 @@ chosen online by replaying the cluster's own recent jobs.
 No single policy is best on every job population: the shipped agent beats
 every heuristic on the seed's, Philly's and Alibaba's traces but loses to
 Tiresias on small clusters of short jobs (Pollux at 64 GPUs, Tiresias' own
-60-job trace) and to Gandiva on one Pollux trace (docs/agents.md). Which
+60-job trace) and to Gandiva on one Pollux trace (docs/agents_log.md). Which
 regime a cluster is in shows in its jobs, so the portfolio asks the
 workload itself:
 
@@ -40,7 +40,7 @@ heuristics rebuild their view of the running and waiting jobs from it).
 only when it runs over 2x slower across racks on an idle network): on a
 congested 2-rack cluster the baseline's cross-rack starts of 8-GPU jobs
 tripled their run time, and a switch to it cost the portfolio 2.7x Gandiva's
-mean JCT (docs/agents.md, "A consolidating Tiresias in the portfolio").
+mean JCT (docs/agents_log.md, "A consolidating Tiresias in the portfolio").
 """
 
 from __future__ import annotations
@@ -115,14 +115,14 @@ class ReplayPortfolio:
     # geometric schedule alone stops looking late in a trace: on a trace
     # whose last 14 % of arrivals bring 43 % of its work (philly-val@pcie16)
     # the last selection came before them. 40 with sizes="km" chosen on
-    # fresh validation seeds (docs/agents.md, "A confirmation on fresh
+    # fresh validation seeds (docs/agents_log.md, "A confirmation on fresh
     # validation seeds")
     max_every_jobs: int | None = 40
     window_jobs: int = 400
     # switch only to a candidate whose replay scores are this much (relative)
     # below the active one's: equal scores on a light replay are no reason
     # to change policy. 0.10 chosen over 0.05 on validation (10 seeds per
-    # case) and train (docs/agents.md, "A replay portfolio")
+    # case) and train (docs/agents_log.md, "A replay portfolio")
     margin: float = 0.10
     # what a candidate must beat the active policy on, by the margin:
     # "so_far", the replayed jobs' mean time in the system up to the present
@@ -142,10 +142,10 @@ class ReplayPortfolio:
     # long job is still running when short ones that arrived with it are
     # done): on the train split "finished" draws came out at 0.29-0.86x the
     # true sizes (geometric mean per case), "km" at 0.46-1.36x with 7 of 12
-    # cases within 20 % (scripts/portfolio_size_bias.py). "km" alone chose
-    # no better (docs/agents.md, "Replay fidelity"); with the cap above it
+    # cases within 20 % (python -m research.size_bias). "km" alone chose
+    # no better (docs/agents_log.md, "Replay fidelity"); with the cap above it
     # keeps a switch to Tiresias from starving a long job whose size the
-    # finished jobs understate (docs/agents.md, "The cap with Kaplan-Meier sizes")
+    # finished jobs understate (docs/agents_log.md, "The cap with Kaplan-Meier sizes")
     sizes: str = "km"
     # what arrives after the present in a replay: "none" (the replay drains,
     # which flatters a policy that defers long jobs: with no new short jobs

@@ -383,6 +383,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, required=True, help="run directory")
     ap.add_argument("--seed", type=int, help="override seed")
     ap.add_argument("--timesteps", type=int, help="override total_timesteps")
+    ap.add_argument("--init", type=Path, help="override init: the model to start from")
     ap.add_argument("--finalize", action="store_true", help="only pick best.zip from --out's curve")
     args = ap.parse_args(argv)
     if args.finalize:
@@ -393,6 +394,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         cfg.seed = args.seed
     if args.timesteps is not None:
         cfg.total_timesteps = args.timesteps
+    if args.init is not None:
+        if not args.init.is_file():
+            ap.error(f"--init: no model file {args.init}")
+        cfg.init = str(args.init)
     run_suite_ppo(cfg, args.out)
 
 

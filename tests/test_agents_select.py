@@ -14,18 +14,18 @@ pytest.importorskip("sb3_contrib")
 from ddl_gym.agents.bc import best_teacher, teachers  # noqa: E402
 from ddl_gym.agents.config import EnvConfig, TrainConfig  # noqa: E402
 from ddl_gym.agents.envs import AgentEnv, resolve_traces, split_traces  # noqa: E402
-from ddl_gym.agents.heldout import (  # noqa: E402
-    choose_configuration,
-    heldout_cases,
-    selection_cases,
-    selection_scores,
-)
 from ddl_gym.agents.policy import DEFAULT_MODEL  # noqa: E402
 from ddl_gym.baselines import make_policy  # noqa: E402
 
 from ddl_gym.engine import Engine, simulate  # noqa: E402
 from ddl_gym.env.set_env import SetClusterEnv  # noqa: E402
 from ddl_gym.traces import find_data_dir, synthetic_trace  # noqa: E402
+from research.heldout import (  # noqa: E402
+    choose_configuration,
+    heldout_cases,
+    selection_cases,
+    selection_scores,
+)
 from tests.helpers import flat_config  # noqa: E402
 
 MODELS = DEFAULT_MODEL.parent

@@ -292,9 +292,9 @@ def test_behaviour_cloning_imitates_the_teacher_and_ppo_must_beat_it(tmp_path):
 
 def test_levers_off_ablation_never_preempts_and_has_no_ticks():
     from ddl_gym.agents import load_policy
-    from ddl_gym.agents.heldout import levers_off
 
     from ddl_gym.engine import simulate
+    from research.heldout import levers_off
 
     agent = levers_off(load_policy())
     assert agent.engine_kwargs()["tick_s"] is None

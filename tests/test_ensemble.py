@@ -29,7 +29,7 @@ def _copy(tmp_path, name: str, **env) -> str:
 
 
 def test_the_vote_averages_the_members_probabilities_after_the_mask(monkeypatch):
-    from ddl_gym.agents import ensemble
+    from research import ensemble
 
     # a member is its logits here; masked as masked_logits does
     monkeypatch.setattr(
@@ -50,10 +50,10 @@ def test_the_vote_averages_the_members_probabilities_after_the_mask(monkeypatch)
 
 def test_an_ensemble_of_copies_of_one_checkpoint_acts_as_that_checkpoint():
     from ddl_gym.agents import load_policy
-    from ddl_gym.agents.ensemble import load_ensemble
 
     from ddl_gym.engine import simulate
     from ddl_gym.traces import synthetic_trace
+    from research.ensemble import load_ensemble
 
     trace = synthetic_trace(n_jobs=40, seed=5, arrival_rate_per_h=8.0, max_gpus=16)
     runs = []
@@ -65,8 +65,9 @@ def test_an_ensemble_of_copies_of_one_checkpoint_acts_as_that_checkpoint():
 
 
 def test_members_must_share_the_settings_but_the_run_time_rules_come_from_the_config(tmp_path):
-    from ddl_gym.agents.ensemble import load_ensemble
     from ddl_gym.agents.shield import RepackWhenIdle
+
+    from research.ensemble import load_ensemble
 
     plain = _copy(tmp_path, "plain", repack_idle=False, min_run_s=None)
     ruled = _copy(tmp_path, "ruled", repack_idle=True, min_run_s=600.0)
@@ -86,8 +87,9 @@ def test_members_must_share_the_settings_but_the_run_time_rules_come_from_the_co
 
 
 def test_the_portfolio_takes_an_ensemble_as_its_agent():
-    from ddl_gym.agents.ensemble import CheckpointEnsemble, load_ensemble
     from ddl_gym.agents.portfolio import make
+
+    from research.ensemble import CheckpointEnsemble, load_ensemble
 
     vote = load_ensemble([DEFAULT_MODEL, DEFAULT_MODEL])
     portfolio = make(model=vote)

@@ -8,7 +8,6 @@ import pytest
 pytest.importorskip("sb3_contrib")
 
 from ddl_gym.agents import load_policy  # noqa: E402
-from ddl_gym.agents.feature_ablation import FEATURE_GROUPS, ShuffledAgent  # noqa: E402
 
 from ddl_gym.env.set_observation import (  # noqa: E402
     SET_PENDING_FIELDS,
@@ -16,6 +15,7 @@ from ddl_gym.env.set_observation import (  # noqa: E402
     set_obs_size,
     split_set_obs,
 )
+from research.feature_ablation import FEATURE_GROUPS, ShuffledAgent  # noqa: E402
 
 
 def test_every_group_names_fields_of_the_observation():

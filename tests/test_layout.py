@@ -84,6 +84,7 @@ def test_scripts_are_thin_entry_points():
         *REPO.glob("ddl_gym/**/*.py"),
         *REPO.glob("agents/*.py"),
         *REPO.glob("baselines/*.py"),
+        *REPO.glob("research/*.py"),
         *REPO.glob("tests/*.py"),
     ]:
         bad = {n for n in _imports(path) if n == "scripts" or n.startswith("scripts.")}
@@ -100,9 +101,31 @@ def test_one_namespace_in_the_code():
         *REPO.glob("tests/*.py"),
         *REPO.glob("examples/*.py"),
         *REPO.glob("scripts/*.py"),
+        *REPO.glob("research/*.py"),
     ]:
         bad = {n for n in _imports(path) if n.split(".")[0] in ("agents", "baselines")}
         assert not bad, f"{path} imports {bad}"
+
+
+def test_installed_code_imports_nothing_from_research():
+    """``research/`` (the agents log's tools) is not installed: no module of
+    ``ddl_gym``, ``agents`` or ``baselines`` imports it, not even lazily
+    inside a function, and the package list leaves it out."""
+    import tomllib
+
+    installed = [
+        *REPO.glob("ddl_gym/**/*.py"),
+        *REPO.glob("agents/*.py"),
+        *REPO.glob("baselines/*.py"),
+    ]
+    assert installed and list((REPO / "research").glob("*.py"))
+    for path in installed:
+        parts = path.relative_to(REPO).parent.parts
+        package = ".".join(parts if parts[0] == "ddl_gym" else ("ddl_gym", *parts))
+        bad = {n for n in _absolute_imports(path, package) if n.split(".")[0] == "research"}
+        assert not bad, f"{path.relative_to(REPO)} imports {bad}"
+    packages = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert not [p for p in packages["packages"] if "research" in p.split(".")]
 
 
 def test_engine_imports_run_one_way():

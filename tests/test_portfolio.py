@@ -279,7 +279,8 @@ def test_the_benchmark_knows_the_portfolio_by_name():
 
 def test_suite_report_passes_its_portfolio_options():
     from ddl_gym.agents.policy import DEFAULT_MODEL
-    from ddl_gym.agents.suite_report import _factory
+
+    from research.suite_report import _factory
 
     policy = _factory(DEFAULT_MODEL, portfolio=True, options={"warmup_jobs": 7, "margin": 0.2})()
     assert isinstance(policy, ReplayPortfolio)
@@ -288,8 +289,9 @@ def test_suite_report_passes_its_portfolio_options():
 
 
 def test_heuristic_options_build_each_candidate_with_its_settings():
-    from ddl_gym.agents.suite_report import _factory
     from ddl_gym.baselines.tiresias import TiresiasPolicy
+
+    from research.suite_report import _factory
 
     policy = make(heuristic_options={"tiresias": {"sensitivity": 1.0}})
     tiresias = policy.candidates["tiresias"]()

@@ -141,7 +141,7 @@ def test_shape_randomisation_keeps_the_fabric_and_fits_the_widest_job():
 
 @pytest.mark.needs_data
 def test_decision_histogram_counts_every_placement_once_for_fifo():
-    from ddl_gym.agents.decisions import count_decisions, shares
+    from research.decisions import count_decisions, shares
 
     counts = count_decisions({"fifo": "fifo"}, split="validation")
     jobs = {c.name: len(c.workload.build(c.seeds[0])) for c in get_suite().select("validation")}
@@ -165,9 +165,8 @@ def test_seed_ranges_one_syntax_for_every_command():
     for bad in ("3-1", "a", "1,1"):
         with pytest.raises(CliError, match="--seeds"):
             parse_seeds(bad)
-    import ddl_gym.agents.suite_report as suite_report
-
     import ddl_gym.cli.compare as compare
+    import research.suite_report as suite_report
 
     assert suite_report.parse_seeds is parse_seeds and compare.parse_seeds is parse_seeds
     with pytest.raises(SystemExit):

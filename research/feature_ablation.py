@@ -9,7 +9,7 @@ as usual; the rise of the IQM over the unshuffled model says how much its
 decisions use that group. It measures reliance, not whether training with
 the group would help.
 
-    python -m ddl_gym.agents.feature_ablation --model agents/models/default.zip --split validation
+    python -m research.feature_ablation --model agents/models/default.zip --split validation
 """
 
 from __future__ import annotations

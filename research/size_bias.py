@@ -1,12 +1,12 @@
 """How far the replay portfolio's drawn sizes are from the true ones
-(``scripts/portfolio_size_bias.py``).
+(``python -m research.size_bias``).
 
 Runs the shipped network inside the portfolio with switching off (margin
 0.99), so every case sees the network's own states, and compares, at each
 selection, every unfinished job's drawn size in the replay with its true
 size (read here for the diagnostic only; the portfolio never reads it).
 
-    python -m ddl_gym.agents.size_bias --split train --sizes km
+    python -m research.size_bias --split train --sizes km
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ is simulated (its first seed, or ``seeds``) and the decisions are counted:
 actually got (the engine's ``alloc_*``), preemptions by the engine. Shares
 are over all decisions of all cases, so busy cases weigh more.
 
-    python -m ddl_gym.agents.decisions --split test --policies dally,tiresias,gandiva \
+    python -m research.decisions --split test --policies dally,tiresias,gandiva \
         --model sppo=runs/sppo/a-s0/best.zip
 """
 
@@ -17,9 +17,9 @@ import argparse
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
-from ddl_gym.agents.heldout import HIST, CountingPolicy
 
 from ddl_gym.benchmarks.leaderboard import markdown_table
+from research.heldout import HIST, CountingPolicy
 
 
 def count_decisions(

@@ -15,7 +15,7 @@ does not re-run the heuristics.
 ``CountingPolicy`` wraps any policy to count its decisions: how often it
 waited although some waiting job could have been placed (a delay), next to
 the engine's counts of placements per level and preemptions (the action
-histogram of ``docs/agents.md``).
+histogram of ``docs/agents_log.md``).
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ FAMILIES = (
     ("philly", "philly"),
     ("60_job", "tiresias"),
 )
-# the rule of docs/agents.md ("Choosing the configuration"): a challenger
+# the rule of docs/agents_log.md ("Choosing the configuration"): a challenger
 # replaces the incumbent only if its mean score is this much lower
 SELECT_MARGIN = 0.02
 
@@ -337,7 +337,7 @@ def learning_curve(run_dir: str | Path) -> pd.DataFrame:
     return pd.DataFrame({"steps": data["timesteps"], "val_return": returns.sum(axis=1)})
 
 
-# -- command line (scripts/heldout.py) ----------------------------------------
+# -- command line (python -m research.heldout) ------------------------------
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(
         description="Held-out comparison of trained agents with every heuristic."

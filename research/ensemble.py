@@ -2,7 +2,7 @@
 
 A PPO run's validation score swings from one checkpoint to the next (the
 suite runs' curves move by 0.1-0.3 IQM between neighbouring iterations,
-docs/agents.md), so the single best checkpoint is partly luck. A
+docs/agents_log.md), so the single best checkpoint is partly luck. A
 ``CheckpointEnsemble`` averages the masked action distributions of a few of
 them and takes the most likely action: the same observation, mask and
 run-time rules as ``AgentPolicy``, only ``choose`` differs. All members must
@@ -57,7 +57,7 @@ class CheckpointEnsemble(AgentPolicy):
         return int(self._rng.choice(len(probs), p=probs / probs.sum()))
 
 
-# the engine-side rules around the network (docs/agents.md, "Run-time rules"):
+# the engine-side rules around the network (docs/agents_log.md, "Run-time rules"):
 # members saved during training lack them, the run's selected config has them
 RUN_TIME_RULES = ("repack_idle", "min_run_s", "max_slowdown", "cross_rack_guard")
 

@@ -10,7 +10,7 @@ the model is no worse than the best heuristic (per-case mean <= 1.00), the
 per-family IQM, and p95 JCT and makespan over those of the case's best
 heuristic (by mean JCT), averaged over cases.
 
-    python -m ddl_gym.agents.suite_report --split test --model dagger=runs/dagger-s0/best.zip,...
+    python -m research.suite_report --split test --model dagger=runs/dagger-s0/best.zip,...
 """
 
 from __future__ import annotations
