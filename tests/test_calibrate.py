@@ -1255,7 +1255,7 @@ def test_describe_reads_interconnect_classes():
     from ddl_gym.fidelity.hardware import describe, nearest_preset
 
     dgx = describe("2x DGX A100 (8x A100 SXM4 40GB, NVSwitch), 8x HDR InfiniBand")
-    assert (dgx.gpu, dgx.intra, dgx.network, dgx.ports) == ("a100", "nvlink3", "ib_hdr", 8)
+    assert (dgx.gpu, dgx.intra, dgx.network, dgx.ports) == ("a100", "nvswitch3", "ib_hdr", 8)
     assert nearest_preset(dgx) == "a100_nvlink_ib"
     quad = describe("4x Quadro RTX 6000 on-prem")
     assert (quad.gpu, quad.intra, quad.network) == ("rtx6000", "pcie3", None)
@@ -1333,14 +1333,20 @@ def test_unseen_hardware_is_never_worse_than_predict_one_across_servers(measured
 
 
 def test_refine_keeps_a_prior_that_explains_the_rows():
+    """Rows the prior predicts exactly leave its median where it was and
+    narrow it; rows measured slower move the NIC down."""
+    from ddl_gym.fidelity.hardware import Prior
     from ddl_gym.fidelity.unseen import refine
 
     prior = replace(FABRICS["pcie_25gbe"], algorithm="shared")
     df = _synthetic(prior)
     pair = df[(df["s"] == 2) & (df["g"] == 1)].head(3)
-    assert refine(prior, df.head(0), pair) == prior  # predicted exactly: nothing to refit
+    start = Prior(prior, 0.5, 0.5)
+    same = refine(start, df.head(0), pair, 0.1)
+    assert same.central.nic.bandwidth == pytest.approx(prior.nic.bandwidth, rel=0.05)
+    assert same.nic_sigma < 0.5 and same.gpu_sigma == 0.5
     slow = pair.assign(ratio=pair["ratio"] * 1.5)
-    assert refine(prior, df.head(0), slow).nic.bandwidth < prior.nic.bandwidth
+    assert refine(start, df.head(0), slow, 0.1).central.nic.bandwidth < prior.nic.bandwidth
 
 
 def test_documented_example_table_reads(tmp_path):
@@ -1357,7 +1363,7 @@ def test_documented_example_table_reads(tmp_path):
     from ddl_gym.fidelity.hardware import describe
 
     hw = describe(t.hardware)
-    assert (hw.intra, hw.network, hw.ports) == ("nvlink3", "ib_hdr", 8)
+    assert (hw.intra, hw.network, hw.ports) == ("nvswitch3", "ib_hdr", 8)
 
 
 def test_report_output_goes_to_out_the_user_dir_or_docs_never_the_package(data_home):
@@ -1395,20 +1401,20 @@ def test_transfer_prior_pools_latencies_by_plain_median():
 def test_dual_gpu_board_splits_its_slot():
     """A K80 board is two GPUs behind one PCIe 3.0 x16 slot: each gets half
     the datasheet bandwidth, in the prior and in the efficiency its fit gives."""
-    from ddl_gym.fidelity.hardware import INTRA, describe, efficiencies, hardware_prior
+    from ddl_gym.fidelity.hardware import INTRA, class_prior, describe, efficiencies
 
-    k80, p100 = describe("NVIDIA K80 servers"), describe("NVIDIA P100 servers")
+    k80, p100 = describe("NVIDIA K80 servers"), describe("NVIDIA P100 PCIe servers")
     assert k80.intra == p100.intra == "pcie3"
     assert k80.intra_bandwidth == pytest.approx(INTRA["pcie3"].bandwidth / 2)
     assert p100.intra_bandwidth == pytest.approx(INTRA["pcie3"].bandwidth)
     assert describe("DGX-1: 8x V100 NVLink").intra_bandwidth == INTRA["nvlink2"].bandwidth
     fit = replace(FABRICS["pcie_25gbe"], algorithm="shared", gpu_link=Link(3.15 * GB, 5 * US))
     eff = efficiencies({"p100": fit}, {"p100": p100})
-    assert eff.of("intra", "pcie") == pytest.approx(0.2)
-    prior = hardware_prior(k80, fit, {"p100": fit}, {"p100": p100})
+    assert eff.of("intra", "pcie").value == pytest.approx(0.2)
+    prior = class_prior(k80, fit, {"p100": fit}, {"p100": p100}).central
     assert prior.gpu_link.bandwidth == pytest.approx(INTRA["pcie3"].bandwidth / 2 * 0.2)
     eff = efficiencies({"k80": fit}, {"k80": k80})
-    assert eff.of("intra", "pcie") == pytest.approx(0.4)
+    assert eff.of("intra", "pcie").value == pytest.approx(0.4)
 
 
 def test_efficiencies_count_each_family_once_and_latency_sharing_come_per_family():
@@ -1429,9 +1435,9 @@ def test_efficiencies_count_each_family_once_and_latency_sharing_come_per_family
         "nv": replace(base, gpu_link=Link(0.02 * 150 * GB, 1e-9), gpu_link_sharing=0.0),
     }
     eff = efficiencies(fits, hw)
-    assert eff.of("intra", "pcie") == pytest.approx(0.5)
-    assert eff.any_level == pytest.approx(0.1)  # sqrt(0.5 x 0.02); per table it was 0.5
-    assert eff.of("network", "ethernet") == pytest.approx(0.1)  # no network measured
+    assert eff.of("intra", "pcie").value == pytest.approx(0.5)
+    assert eff.default().value == pytest.approx(0.1)  # sqrt(0.5 x 0.02); per table it was 0.5
+    assert eff.of("network", "ethernet").value == pytest.approx(0.1)  # no network measured
     pooled = replace(base, gpu_link_sharing=0.0)  # what a median over all three gives
     prior = hardware_prior(describe("RTX 2080Ti, PCIe 3"), pooled, fits, hw)
     assert prior.gpu_link_sharing == pytest.approx(0.35)  # the PCIe fits' median

@@ -142,10 +142,10 @@ CONFIGURATION_PARAMS: dict[tuple[str, str], int] = {
 # ``code/server/profiler.py``) simulates and profiles nodes of 8 GPUs, 64 CPU
 # cores and 256 GB, and names no GPU type, interconnect or network.
 STATED_HARDWARE: dict[str, str] = {
-    "gavel_k80": "NVIDIA K80 servers of up to 8 GPUs (Gavel)",
-    "gavel_p100": "NVIDIA P100 servers of up to 8 GPUs (Gavel)",
-    "gavel_v100": "NVIDIA V100 servers of up to 8 GPUs (Gavel)",
-    "pollux_t4": "AWS g4dn.12xlarge: 4 NVIDIA T4 per node, 50 Gb/s NIC (Pollux)",
+    "gavel_k80": "NVIDIA K80 servers of up to 8 GPUs",  # Gavel
+    "gavel_p100": "NVIDIA P100 servers of up to 8 GPUs",  # Gavel
+    "gavel_v100": "NVIDIA V100 servers of up to 8 GPUs",  # Gavel
+    "pollux_t4": "AWS g4dn.12xlarge: 4 NVIDIA T4 per node, 50 Gb/s NIC",  # Pollux
 }
 
 
