@@ -318,7 +318,9 @@ class PlannerPolicy(BasePolicy):
     (heuristic names for ``make_policy``), ``horizon_s``, ``futures``,
     ``seed`` (of the draws), ``terminal`` (weight of the remaining work at
     the horizon), ``window_jobs`` (arrivals the arrival model reads),
-    ``prior_work_s`` (job size assumed while none has finished)."""
+    ``prior_work_s`` (job size assumed while none has finished), ``margin``
+    (another candidate takes the lead only when its cost is below
+    ``1 - margin`` times the leader's)."""
 
     candidates: Sequence[str] = DEFAULT_CANDIDATES
     horizon_s: float = 3600.0
@@ -327,6 +329,7 @@ class PlannerPolicy(BasePolicy):
     terminal: float = 1.0
     window_jobs: int = 200
     prior_work_s: float = 3600.0
+    margin: float = 0.0
     name: str = "planner"
     stats: PlannerStats = field(default_factory=PlannerStats, repr=False)
 
@@ -344,6 +347,8 @@ class PlannerPolicy(BasePolicy):
         for key in ("horizon_s", "prior_work_s"):
             if not getattr(self, key) > 0:
                 raise ValueError(f"planner: {key} must be > 0, got {getattr(self, key)}")
+        if not 0.0 <= self.margin < 1.0:
+            raise ValueError(f"planner: margin must be in [0, 1), got {self.margin}")
         if not self.terminal >= 0:
             raise ValueError(f"planner: terminal must be >= 0, got {self.terminal}")
         self._make = make_policy
@@ -401,7 +406,12 @@ class PlannerPolicy(BasePolicy):
                 self.stats.rollouts += 1
         self.stats.planned += 1
         self.stats.cpu_s += time.process_time() - cpu0
-        return min(self.candidates, key=lambda n: (costs[n], self.candidates.index(n)))
+        best = min(self.candidates, key=lambda n: (costs[n], self.candidates.index(n)))
+        # the leader keeps leading unless beaten by the margin: a switch on
+        # noise costs (the new leader starts from the view, without its state)
+        if costs[best] < (1.0 - self.margin) * costs[self._leader]:
+            return best
+        return self._leader
 
 
 def make() -> PlannerPolicy:

@@ -124,6 +124,7 @@ def test_registered_but_not_among_the_compared_policies():
     [
         ({"futures": 0}, "futures"),
         ({"horizon_s": 0.0}, "horizon_s"),
+        ({"margin": 1.0}, "margin"),
         ({"candidates": ()}, "candidates"),
         ({"candidates": ("gandiva", "gandiva")}, "repeated"),
         ({"candidates": ("dally",)}, "leases"),
