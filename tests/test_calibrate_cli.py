@@ -303,15 +303,26 @@ def test_hardware_the_reader_refuses_is_one_line(home, capsys, monkeypatch):
     assert not home.exists()
 
 
-@pytest.mark.skipif(
-    not hasattr(hardware, "UnreadableHardware"),
-    reason="hardware.describe() refuses unreadable text only with issue 51's part A",
-)
-def test_hardware_nobody_can_read_is_refused(home, capsys):
-    rc, _, err = _calibrate(capsys, "--hardware", "blah blah", "--name", "x")
+def test_hardware_nobody_can_read_is_refused_saying_what_was_read(home, capsys):
+    """hardware.describe()'s UnreadableHardware, through the CLI."""
+    rc, _, err = _calibrate(capsys, "--hardware", "8x V100 blah", "--name", "x")
     assert rc == 2
-    assert "blah" in _one_line(err)
+    line = _one_line(err)
+    assert "could not read 'blah'" in line and "v100" in line
     assert not home.exists()
+
+
+def test_a_column_the_reader_refuses_still_bounds_the_placements(tmp_path):
+    """A table's hardware column need not be readable (the fit needs no
+    prior), but the GPUs per server it states still bound the placements."""
+    table = tmp_path / "mine.csv"
+    table.write_text(GOOD.replace("8x V100, NVLink, 100GbE", "8x V100, cluster zebra-3"))
+    with pytest.raises(ValueError):
+        hardware.describe("8x V100, cluster zebra-3")
+    assert read_own_table(table).gpus_per_server == 8
+    table.write_text(table.read_text().replace("8+8", "18"))
+    with pytest.raises(ValueError, match=r"row 8 \(line 9\).*write 1\+8"):
+        read_own_table(table)
 
 
 def test_hardware_that_states_nothing_is_refused(home, capsys):

@@ -198,10 +198,10 @@ def gpus_per_server(text: str) -> int | None:
     certain), so that a description the reader refuses (a table's column
     need not be readable) still bounds the placements."""
     try:
-        stated = getattr(describe(text), "gpus_per_server", None)
+        stated = describe(text).gpus_per_server
     except ValueError:  # hardware.UnreadableHardware
         stated = None
-    if isinstance(stated, int) and stated > 0:
+    if stated is not None and stated > 0:
         return stated
     t = text.lower()
     counts = [int(m[1]) for m in _GPU_COUNT.finditer(t) if int(m[1]) > 0]
