@@ -108,6 +108,10 @@ def row_noise(fits: dict[str, FitResult]) -> float:
 # enough that the posterior median moves smoothly.
 _POSTERIOR_GRID = np.linspace(-4.0, 4.0, 161)
 _MIN_SIGMA = 0.05  # a prior this sure is still moved by rows that disagree
+# Degrees of freedom of a row's residual (Student t, scale ``noise``): heavy
+# tails, as the fits' soft_l1 loss, for tables with rows no form reaches
+# (Gavel V100: 25 of 57 single-server rows faster than fewer GPUs).
+ROW_DOF = 4.0
 
 
 def posterior(
@@ -115,8 +119,9 @@ def posterior(
 ) -> tuple[float, float]:
     """Median and sd (in log) of the bandwidth of ``link`` (``gpu_link`` or
     ``nic``) after ``rows``: prior log-normal (``prior``'s bandwidth,
-    ``sigma``), each row's log ratio normal about the prediction with sd
-    ``noise``; on a grid, everything else held at ``prior``'s values."""
+    ``sigma``), each row's log ratio Student-t (:data:`ROW_DOF`) about the
+    prediction with scale ``noise``; on a grid, everything else held at
+    ``prior``'s values."""
     base = getattr(prior, link)
     data = rows[~rows["is_reference"].to_numpy()]
     if data.empty:
@@ -132,7 +137,10 @@ def posterior(
             prior, **({"nic": link_i, "uplink": link_i} if link == "nic" else {link: link_i})
         )
         resid = (np.log(predict(fabric)) - measured) / noise
-        cost[i] = float(resid @ resid) + _POSTERIOR_GRID[i] ** 2
+        # Student-t residuals (-2 log density up to a constant): a row the
+        # form cannot follow pulls the posterior less than a normal one would.
+        cost[i] = float(np.sum((ROW_DOF + 1) * np.log1p(resid**2 / ROW_DOF)))
+        cost[i] += _POSTERIOR_GRID[i] ** 2
     w = np.exp(-(cost - cost.min()) / 2.0)
     w /= w.sum()
     cdf = np.cumsum(w)
@@ -450,7 +458,7 @@ def unseen_markdown(
     descriptions = descriptions or {}
     present = ", ".join(sorted(df["cluster"].unique()))
     head = [
-        "## Hardware no fit saw: a prior per interconnect class (issue 34)",
+        "## Hardware no fit saw: a prior per interconnect class (issues 34 and 51)",
         "",
         "Each measured cluster is predicted from the *other* clusters only, with its "
         "hardware description as the one input read from it (k = 0), then with k = 3 of "
@@ -477,8 +485,9 @@ def unseen_markdown(
         "communicates, shrunk toward 1 (no exposed communication) where it is not, so "
         "that its expected error is never above predicting 1's. k = 3: three "
         "single-server multi-GPU rows update the GPU link (`unseen.posterior`: the "
-        "prior times the rows' likelihood, each row's log ratio about the prediction "
-        "with the sd of the other clusters' own fits, 0.12-0.18), or, for a table with "
+        "prior times the rows' likelihood, each row's log ratio Student-t with 4 degrees "
+        "of freedom about the prediction, scaled by the rms error of the other "
+        "clusters' own fits, 0.12-0.18), or, for a table with "
         "none (Chronus), three single-pair rows (one GPU on each of two servers) the "
         "NIC. The k rows are not scored; k = 3 is the median over the draws of which "
         "rows, and `k=0, k=3's rows` is k = 0 scored on the same rows (the k = 3 "
@@ -487,8 +496,14 @@ def unseen_markdown(
         "rows it saw: what no transfer in this form can beat by much. Nearest "
         "datasheet preset: `fidelity.hardware.nearest_preset` of the same description.",
         "",
-        f"Measured tables in `../shared/data`: {present}. The issue's A100 DGX, V100 "
-        "cloud, RTX 2080Ti and Quadro RTX6000 tables are not among them (no file under "
+        "This section and its tables are written by `python scripts/calibrate.py --docs` "
+        "(`fidelity.unseen.unseen_table` and `unseen_markdown`); the fits the prior "
+        "ships with (`fidelity.evidence`, read by `hardware.preset_for` and `ddl-gym "
+        "calibrate --hardware`) by `python -c 'from ddl_gym.fidelity.unseen import "
+        "write_evidence; write_evidence()'`.",
+        "",
+        f"Measured tables in `../shared/data`: {present}. The A100 DGX, V100 cloud, RTX "
+        "2080Ti and Quadro RTX 6000 tables of issues 34 and 51 are not among them (no file under "
         "`profiles/` holds them), so they are not scored here; `ddl-gym calibrate "
         "--table` reads such a table in the documented format.",
         "",
