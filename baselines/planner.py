@@ -72,8 +72,8 @@ from .common import BasePolicy
 # the heuristics that win v3's train and validation cases between them
 # (docs/benchmark.md), both usable under one engine setting (no leases)
 DEFAULT_CANDIDATES: tuple[str, ...] = ("tiresias-c1", "gandiva")
-#: the settings of a quick planner (tests, ``--quick`` runs): 2 futures, 30 min
-QUICK: dict[str, Any] = {"futures": 2, "horizon_s": 1800.0}
+#: the settings of a quick planner (tests, ``--quick`` runs): 2 futures, 2 h
+QUICK: dict[str, Any] = {"futures": 2, "horizon_s": 7200.0}
 
 
 # -- what the planner may see ------------------------------------------------------
@@ -320,16 +320,21 @@ class PlannerPolicy(BasePolicy):
     the horizon), ``window_jobs`` (arrivals the arrival model reads),
     ``prior_work_s`` (job size assumed while none has finished), ``margin``
     (another candidate takes the lead only when its cost is below
-    ``1 - margin`` times the leader's)."""
+    ``1 - margin`` times the leader's), ``hold_s`` (after a plan the leader
+    leads at least this long: no plan before)."""
 
     candidates: Sequence[str] = DEFAULT_CANDIDATES
-    horizon_s: float = 3600.0
+    # 4 h and 1 h: on a quick and a validation case (docs/planner.md) a 1 h
+    # horizon, planning at every disagreement, switched to Gandiva's order
+    # where it starves long jobs for days
+    horizon_s: float = 4 * 3600.0
     futures: int = 4
     seed: int = 0
     terminal: float = 1.0
     window_jobs: int = 200
     prior_work_s: float = 3600.0
     margin: float = 0.0
+    hold_s: float = 3600.0
     name: str = "planner"
     stats: PlannerStats = field(default_factory=PlannerStats, repr=False)
 
@@ -347,6 +352,8 @@ class PlannerPolicy(BasePolicy):
         for key in ("horizon_s", "prior_work_s"):
             if not getattr(self, key) > 0:
                 raise ValueError(f"planner: {key} must be > 0, got {getattr(self, key)}")
+        if not self.hold_s >= 0:
+            raise ValueError(f"planner: hold_s must be >= 0, got {self.hold_s}")
         if not 0.0 <= self.margin < 1.0:
             raise ValueError(f"planner: margin must be in [0, 1), got {self.margin}")
         if not self.terminal >= 0:
@@ -358,6 +365,8 @@ class PlannerPolicy(BasePolicy):
                 raise ValueError(f"planner: candidate {n!r} needs leases or clairvoyance")
         self._leader = self.candidates[0]
         self._instant = -1
+        self._placed_now = set()
+        self._hold_until = -math.inf
 
     def reset(self, view: EngineView, seed: int | None = None) -> None:
         for policy in self._live.values():
@@ -365,6 +374,7 @@ class PlannerPolicy(BasePolicy):
         self._leader = self.candidates[0]
         self._instant = -1
         self._placed_now: set[int] = set()
+        self._hold_until = -math.inf
         self.stats = PlannerStats()
 
     def act(self, view: EngineView) -> Action:
@@ -374,7 +384,8 @@ class PlannerPolicy(BasePolicy):
         if view.instant != self._instant:
             self._instant = view.instant
             self._placed_now = set()
-            if len(set(proposals.values())) > 1:
+            if len(set(proposals.values())) > 1 and view.now >= self._hold_until:
+                self._hold_until = view.now + self.hold_s
                 leader = self.plan(view)
                 if leader != self._leader:
                     # a heuristic's own state assumes its own past actions:

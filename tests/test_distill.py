@@ -7,10 +7,10 @@ import json
 
 import numpy as np
 from ddl_gym.agents.dagger import rollout
-from ddl_gym.baselines.planner import QUICK, PlannerPolicy
+from ddl_gym.baselines.planner import PlannerPolicy
 
 from ddl_gym.env.set_env import SetClusterEnv
-from tests.test_planner import CLUSTER, small_trace
+from tests.test_planner import CLUSTER, PLAN, small_trace
 
 
 def _env() -> SetClusterEnv:
@@ -27,7 +27,7 @@ def _first_valid(obs: np.ndarray, mask: np.ndarray) -> int:
 def test_relabelling_a_planner_trajectory_gives_its_actions():
     rng = np.random.default_rng(0)
     # the planner drives (beta 1: its label is executed wherever it has one)
-    driver = PlannerPolicy(**QUICK)
+    driver = PlannerPolicy(**PLAN)
     drove = rollout(_env(), driver, _first_valid, 1.0, rng, 5000, seed=0)
     assert drove.labels and driver.stats.planned >= 3, "the candidates must disagree"
     assert drove.labels == drove.taken
@@ -35,7 +35,7 @@ def test_relabelling_a_planner_trajectory_gives_its_actions():
     # the same actions replayed (beta 0: the replay always acts), a fresh
     # planner relabelling every state on the way
     replay = iter(drove.actions)
-    teacher = PlannerPolicy(**QUICK)
+    teacher = PlannerPolicy(**PLAN)
     again = rollout(_env(), teacher, lambda obs, mask: next(replay), 0.0, rng, 5000, seed=0)
     assert again.actions == drove.actions
     assert again.labels == again.taken == drove.labels
@@ -46,7 +46,7 @@ def test_relabelling_differs_on_states_another_policy_drove():
     # the test above can fail: on a trajectory the first valid action drove,
     # the planner's labels are not simply the actions taken
     rng = np.random.default_rng(0)
-    ep = rollout(_env(), PlannerPolicy(**QUICK), _first_valid, 0.0, rng, 5000, seed=0)
+    ep = rollout(_env(), PlannerPolicy(**PLAN), _first_valid, 0.0, rng, 5000, seed=0)
     assert ep.labels and ep.labels != ep.taken
 
 

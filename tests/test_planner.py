@@ -13,6 +13,9 @@ from ddl_gym.engine import WAIT, Engine, EngineView, Wait, simulate
 from ddl_gym.traces import Trace
 
 CLUSTER = "2x2x4"  # 16 GPUs in 2 racks: the candidates often disagree
+# a quick planner (30-min rollouts) that plans at every instant its candidates disagree (the
+# most planning: the strictest test of what its plans read)
+PLAN = {**QUICK, "hold_s": 0.0, "horizon_s": 1800.0}
 
 
 def small_trace(seed: int = 3, n: int = 40) -> Trace:
@@ -35,7 +38,7 @@ def small_trace(seed: int = 3, n: int = 40) -> Trace:
 def decisions(trace: Trace, until: float, **settings) -> tuple[list[tuple], PlannerPolicy]:
     """Run a quick planner on ``trace``; its actions at instants before
     ``until``, with their times."""
-    policy = PlannerPolicy(**{**QUICK, **settings})
+    policy = PlannerPolicy(**{**PLAN, **settings})
     engine = Engine(trace, CLUSTER, record_series=False, record_placements=False)
     view = EngineView(engine)
     policy.reset(view, seed=0)
@@ -71,7 +74,7 @@ def test_kaplan_meier_by_hand():
 
 def test_decisions_ignore_unfinished_sizes_and_future_arrivals():
     trace = small_trace()
-    full = simulate(trace, CLUSTER, PlannerPolicy(**QUICK), record_series=False)
+    full = simulate(trace, CLUSTER, PlannerPolicy(**PLAN), record_series=False)
     jobs = full.jobs.set_index("job_id")
     cut = float(trace.jobs["arrival_s"].iloc[24]) - 1.0  # 24 jobs have arrived
     before, policy = decisions(trace, cut)
@@ -93,7 +96,7 @@ def test_decisions_ignore_unfinished_sizes_and_future_arrivals():
     again, _ = decisions(changed, cut)
     assert again == before
     # the changes matter once they can be seen
-    after = simulate(changed, CLUSTER, PlannerPolicy(**QUICK)).summary["mean_jct_s"]
+    after = simulate(changed, CLUSTER, PlannerPolicy(**PLAN)).summary["mean_jct_s"]
     assert after != pytest.approx(full.summary["mean_jct_s"])
 
 
@@ -125,6 +128,7 @@ def test_registered_but_not_among_the_compared_policies():
         ({"futures": 0}, "futures"),
         ({"horizon_s": 0.0}, "horizon_s"),
         ({"margin": 1.0}, "margin"),
+        ({"hold_s": -1.0}, "hold_s"),
         ({"candidates": ()}, "candidates"),
         ({"candidates": ("gandiva", "gandiva")}, "repeated"),
         ({"candidates": ("dally",)}, "leases"),
