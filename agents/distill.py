@@ -148,6 +148,13 @@ def validation_scores(
     }
 
 
+def _loader(path: Path) -> Callable[[], Any]:
+    """A zero-argument factory of the saved model's policy (what ``evaluate`` calls per run)."""
+    from ddl_gym.agents.policy import load_policy
+
+    return lambda: load_policy(path)
+
+
 def check(cfg: DistillConfig) -> None:
     """Refuse bad settings before any run (ValueError, one line naming the setting)."""
     from ddl_gym.benchmarks.suite import get_suite
@@ -168,7 +175,6 @@ def check(cfg: DistillConfig) -> None:
 def run_distill(cfg: DistillConfig, out: str | Path, progress: bool = True) -> Path:
     """DAgger with the planner as teacher per ``cfg`` into ``out``; returns
     the best model on validation (the last one without validation)."""
-    from ddl_gym.agents.policy import load_policy
     from ddl_gym.agents.threads import one_thread
 
     from ddl_gym.benchmarks.suite import get_suite
@@ -239,7 +245,7 @@ def run_distill(cfg: DistillConfig, out: str | Path, progress: bool = True) -> P
         if cfg.validate:
             t2 = _cpu_s()
             row["validation"] = validation_scores(
-                lambda p=path: load_policy(p), cfg.suite, cfg.validation_cases or None
+                _loader(path), cfg.suite, cfg.validation_cases or None
             )
             row["cpu_s_validation"] = _cpu_s() - t2
         curve.append(row)

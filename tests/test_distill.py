@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from ddl_gym.agents.dagger import rollout
 from ddl_gym.baselines.planner import PlannerPolicy
 
@@ -70,3 +71,17 @@ def test_distill_command_refuses_bad_settings(tmp_path, capsys):
     bad.write_text("{not json")
     assert main(["--config", str(bad), "--out", str(out)]) == 2
     assert len(capsys.readouterr().out.strip().splitlines()) == 1 and not out.exists()
+
+
+@pytest.mark.needs_data
+def test_validation_scores_against_the_shipped_reference():
+    # the best heuristic of a case, run again, scores exactly 1 on average
+    # over the case's seeds (its runs are the reference records' own)
+    from ddl_gym.agents.distill import validation_scores
+    from ddl_gym.baselines import make_policy
+
+    case = "tiresias-60@gv100x16"
+    got = validation_scores(lambda: make_policy("gandiva"), cases=[case])
+    assert got["best_heuristic"] == {case: "gandiva"}
+    assert got["per_case"][case] == pytest.approx(1.0, rel=1e-12)
+    assert got["mean"] == pytest.approx(1.0, rel=1e-12)
