@@ -21,9 +21,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import tomllib
+import typing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ddl_gym.model_env import describe_type, json_fits
 
 
 @dataclass
@@ -178,20 +181,37 @@ class TrainConfig:
     def load(cls, path: str | Path) -> TrainConfig:
         """From a ``.toml`` or ``.json`` file."""
         path = Path(path)
-        if path.suffix == ".toml":
-            with path.open("rb") as f:
-                return cls.from_dict(tomllib.load(f))
-        return cls.from_dict(json.loads(path.read_text()))
+        try:
+            if path.suffix == ".toml":
+                with path.open("rb") as f:
+                    data = tomllib.load(f)
+            else:
+                data = json.loads(path.read_text())
+        except (tomllib.TOMLDecodeError, json.JSONDecodeError) as err:
+            kind = "TOML" if path.suffix == ".toml" else "JSON"
+            raise ValueError(f"{path}: not valid {kind}: {err}") from None
+        try:
+            return _build(cls, data, "config")
+        except ValueError as err:
+            raise ValueError(f"{path}: {err}") from None
 
 
 def _build(cls: type, data: dict[str, Any], where: str) -> Any:
+    if not isinstance(data, dict):
+        raise ValueError(f"{where}: want a table of settings, got {type(data).__name__}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
     unknown = set(data) - set(fields)
     if unknown:
         raise ValueError(f"{where}: unknown keys {sorted(unknown)}; known: {sorted(fields)}")
+    hints = typing.get_type_hints(cls)
     kwargs: dict[str, Any] = {}
     for name, value in data.items():
         default = getattr(cls(), name)
+        if not dataclasses.is_dataclass(default) and not json_fits(value, hints[name]):
+            raise ValueError(
+                f"{where}.{name} must be {describe_type(hints[name])}, "
+                f"got {type(value).__name__} {value!r}"
+            )
         if dataclasses.is_dataclass(default):
             kwargs[name] = _build(type(default), value, f"{where}.{name}")
         elif isinstance(default, tuple):

@@ -28,17 +28,41 @@ DEFAULT_MODEL = Path(__file__).resolve().parent / "models" / "default.zip"
 
 
 def config_path(model_path: str | Path) -> Path:
-    """The config saved beside a model: ``<stem>.json`` (``<stem>.toml`` also read)."""
+    """The training config saved beside a model, in the model's own folder
+    only: ``<stem>.json``, ``<stem>.toml``, else ``config.json`` (what
+    ``ddl-gym train`` writes beside ``best/best_model.zip``). A folder above
+    is never read: a ``config.json`` there may belong to anything."""
     p = Path(model_path)
-    for suffix in (".json", ".toml"):
-        candidate = p.with_suffix(suffix)
+    candidates = (p.with_suffix(".json"), p.with_suffix(".toml"), p.parent / "config.json")
+    for candidate in candidates:
         if candidate.is_file():
             return candidate
-    # SB3's best-model/checkpoint folders keep the run's config one level up
-    for parent in (p.parent, p.parent.parent):
-        if (parent / "config.json").is_file():
-            return parent / "config.json"
-    raise FileNotFoundError(f"no config (.json/.toml) found for model {p}")
+    from ddl_gym.model_env import ENV_SUFFIX, env_file
+
+    looked = ", ".join(c.name for c in (env_file(p), *candidates))
+    up = p.parent.parent / "config.json"
+    hint = (
+        f"; {up} (one folder up) is not read: copy it beside the model if it is this model's"
+        if up.is_file() and p.parent.resolve() != up.parent.resolve()
+        else ""
+    )
+    raise FileNotFoundError(
+        f"no settings for model {p} in {p.parent} (looked for {looked}){hint}: save your "
+        "model with ddl_gym.agents.save_model(model, path, env_id, env_kwargs), or give the "
+        'env it was trained on: load_policy(path, env_kwargs={...}, env_id="ddl_gym/Cluster-v0")'
+        f" (ddl-gym: --agent-env, which keeps it in {p.stem}{ENV_SUFFIX})"
+    )
+
+
+def settings_path(model_path: str | Path) -> Path:
+    """The file ``load_policy(model_path)`` reads the model's settings from:
+    ``<stem>.env.json`` (``save_model``), else its training config
+    (:func:`config_path`); FileNotFoundError, saying what was looked for,
+    when neither is there."""
+    from ddl_gym.model_env import env_file
+
+    saved = env_file(model_path)
+    return saved if saved.is_file() else config_path(model_path)
 
 
 def load_model(path: str | Path, algo: str, policy: str = "mlp") -> Any:
@@ -201,27 +225,23 @@ def load_policy(
     from ddl_gym.agents.external import load_sb3
     from ddl_gym.agents.threads import one_thread
 
-    from ddl_gym.model_env import ENV_SUFFIX, find_model_env
+    from ddl_gym.model_env import find_model_env, model_env
 
     one_thread()
-    if env_kwargs is not None or env_id is not None:
-        return load_sb3(path, env_kwargs, env_id, deterministic=deterministic)
     path = Path(path)
-    saved = find_model_env(path)  # save_model's <stem>.env.json
+    if not path.is_file() and path.with_suffix(".zip").is_file():
+        path = path.with_suffix(".zip")  # SB3 saves "name" as name.zip
+    if not path.is_file():
+        raise FileNotFoundError(f"no model file {path}")
+    if env_kwargs is not None or env_id is not None:
+        given = model_env(env_id, env_kwargs, trained_on=())  # names the bad field first
+        return load_sb3(path, given.env_kwargs, given.env_id, deterministic=deterministic)
+    saved = find_model_env(path)  # save_model's <stem>.env.json (checked as it is read)
     if saved is not None:
         agent = load_sb3(path, saved.env_kwargs, saved.env_id, deterministic=deterministic)
         agent.name = f"agent:{path.stem}"
         return agent
-    try:
-        found = config_path(path)
-    except FileNotFoundError:
-        raise FileNotFoundError(
-            f"no env settings found for model {path} (no {path.stem}{ENV_SUFFIX}, no "
-            "config.json): save your model with ddl_gym.agents.save_model(model, path, "
-            "env_id, env_kwargs), or pass the env it was trained on: load_policy(path, "
-            'env_kwargs={...}, env_id="ddl_gym/Cluster-v0") (ddl-gym: --agent-env)'
-        ) from None
-    config = TrainConfig.load(found)
+    config = TrainConfig.load(config_path(path))
     model = load_model(path, config.ppo.algo, config.ppo.policy)
     return AgentPolicy(model, config, name=f"agent:{path.stem}", deterministic=deterministic)
 

@@ -2,7 +2,8 @@
 
 One run writes into its ``out`` directory::
 
-    config.json            the full TrainConfig (loadable by agents.load_policy)
+    config.json            the full TrainConfig (loadable by agents.load_policy; a copy
+                           in best/ and checkpoints/, beside their models)
     tb/                    TensorBoard logs
     checkpoints/           periodic model + VecNormalize snapshots (for --resume)
     best/best_model.zip    best on the validation windows (MaskableEvalCallback)
@@ -133,6 +134,10 @@ def train(cfg: TrainConfig, out: str | Path, resume: bool = False, progress: boo
     val += parts["val_whole"]  # held-out whole traces: selection on whole-trace behaviour too
     print(f"validation: {len(val)} fixed windows, {sum(len(w) for w in val)} jobs")
     cfg.save_json(out / "config.json")
+    # load_policy reads a model's config from the model's own folder only
+    for folder in ("best", "checkpoints"):
+        (out / folder).mkdir(exist_ok=True)
+        cfg.save_json(out / folder / "config.json")
 
     invalid_to_wait = not maskable
     train_fns = [

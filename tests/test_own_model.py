@@ -170,13 +170,13 @@ def test_evaluate_model_says_where_a_saved_model_runs(tiny_model, tmp_path, caps
 
 
 def test_agent_env_is_refused_for_a_model_with_its_training_config(tiny_model, tmp_path, capsys):
-    """A `ddl-gym train` model loads with its config.json; --agent-env would
-    write an env file that load_policy prefers: refused."""
+    """A `ddl-gym train` model loads with the config.json beside it;
+    --agent-env would write an env file that load_policy prefers: refused."""
     run = tmp_path / "run"
     (run / "best").mkdir(parents=True)
     model = run / "best" / "best_model.zip"
     tiny_model.save(str(model))
-    (run / "config.json").write_text("{}")
+    (run / "best" / "config.json").write_text("{}")
     env = json.dumps({"env_id": ENV_ID})
     assert _compare(tmp_path, f"agent:{model}", "--agent-env", env) == 2
     assert "carries its training config" in capsys.readouterr().err
@@ -202,6 +202,7 @@ def test_training_jobs_of_a_train_run_are_found_from_another_directory(tmp_path,
     cfg = TrainConfig()
     cfg.split.traces = ["runs/a/traces/small-0.csv"]
     cfg.save_json(out / "config.json")
+    cfg.save_json(out / "best" / "config.json")  # beside the model, as train() writes it
     model = out / "best" / "best_model.zip"
     model.write_bytes(b"")  # never loaded here
     monkeypatch.chdir(tmp_path)  # not where training ran

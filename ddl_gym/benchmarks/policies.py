@@ -376,6 +376,15 @@ def _agent(
         return load_policy(path or DEFAULT_MODEL)
 
     name = "agent" if path is None else f"agent:{path}"
+    # the env arguments are checked now, before any run, naming the bad field
+    # (a missing model file: load_policy says so in the first run)
+    if env_id is not None or env_kwargs is not None:
+        from ddl_gym.model_env import model_env
+
+        try:
+            model_env(env_id, env_kwargs, trained_on=())
+        except ValueError as err:
+            raise PolicyFailure(name, err, message=str(err)) from err
     return PolicySpec(name, factory)
 
 

@@ -154,8 +154,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from ddl_gym.benchmarks.evaluate import evaluate
     from ddl_gym.benchmarks.policies import PolicyFailure
     from ddl_gym.cli.common import CliError, parse_seeds
+    from ddl_gym.cli.own_model import check_agent_spec, checked_env_kwargs
 
     seeds = parse_seeds(args.seeds) if args.seeds else None
+    env_kwargs = checked_env_kwargs(args.env_id, args.env_kwargs)
+    check_agent_spec(args.policy, args.env_id, env_kwargs)  # before any run is written
     try:
         scores = evaluate(
             args.policy,
@@ -170,7 +173,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             cases=args.case,
             backend=args.backend,
             env_id=args.env_id,
-            env_kwargs=json.loads(args.env_kwargs) if args.env_kwargs else None,
+            env_kwargs=env_kwargs,
         )
     except PolicyFailure as err:  # the policy's fault: one line (--debug: the traceback)
         raise CliError(str(err)) from err
