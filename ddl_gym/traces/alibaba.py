@@ -93,14 +93,14 @@ def load_alibaba(
         rows,
         has_gpu & ((milli <= 0) | (milli > 1000)),
         "gpu_milli",
-        [f"GPU share {m:g} out of range (0, 1000] for a GPU pod" for m in milli],
+        lambda i: f"GPU share {milli[i]:g} out of range (0, 1000] for a GPU pod",
     )
     raise_at(
         src,
         rows,
         (gpus > 1) & (milli < 1000),
         "gpu_milli",
-        [f"fractional share {m:g} on a multi-GPU pod" for m in milli],
+        lambda i: f"fractional share {milli[i]:g} on a multi-GPU pod",
     )
     never = np.isnan(sched)
     if unscheduled == "error":
@@ -118,7 +118,7 @@ def load_alibaba(
         rows,
         ok_sched & (run < 0),
         "deletion_time",
-        [f"deletion_time before scheduled_time (run time {r:g} s)" for r in run],
+        lambda i: f"deletion_time before scheduled_time (run time {run[i]:g} s)",
     )
     frac = has_gpu & ~never & (milli < 1000)
     skip_frac = frac if fractional == "skip" else np.zeros_like(frac)

@@ -92,7 +92,7 @@ def load_philly(
         rows,
         when.isna().to_numpy(),
         "timestamp",
-        [f"unparseable timestamp {s!r}" for s in stamps],
+        lambda i: f"unparseable timestamp {stamps[i]!r}",
     )
     duration = parse_numeric(raw["duration"], source=src, rows=rows, field_name="duration")
     gpus = parse_gpus(raw["num_gpus"], source=src, rows=rows, field_name="num_gpus")

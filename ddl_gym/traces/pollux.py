@@ -97,7 +97,7 @@ def load_pollux(
         rows,
         bucket < 0,
         "application",
-        [f"model {m!r} has no Pollux GPU-time bucket" for m in models],
+        lambda i: f"model {models[i]!r} has no Pollux GPU-time bucket",
     )
     if work == "bucket_mean":
         work_h = np.array(BUCKET_WORK_H)[bucket]

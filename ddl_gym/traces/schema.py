@@ -11,7 +11,7 @@ traces: the 1-based position of the object in the top-level array).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -166,19 +166,25 @@ def raise_at(
     rows: np.ndarray,
     bad: np.ndarray,
     field_name: str,
-    problem: str | Sequence[str | None],
+    problem: str | Sequence[str | None] | Callable[[int], str],
 ) -> None:
     """Raise a TraceError for the first True in ``bad`` (if any).
 
-    ``problem`` is one message or one per row (None where the row is
-    fine); the count of further bad rows
+    ``problem`` is one message, one per row (None where the row is fine), or
+    a function of the row's position that formats it only for the bad row
+    (a list of messages for every row cost more than parsing); the count of further bad rows
     is appended so a user fixing the file knows it is not a one-off.
     """
     idx = np.flatnonzero(bad)
     if idx.size == 0:
         return
     i = int(idx[0])
-    text = problem if isinstance(problem, str) else problem[i]
+    if isinstance(problem, str):
+        text = problem
+    elif callable(problem):
+        text = problem(i)
+    else:
+        text = problem[i]
     more = f" (and {idx.size - 1} more row(s))" if idx.size > 1 else ""
     raise TraceError(f"{where(source, int(rows[i]), field_name)}: {text}{more}")
 
@@ -276,7 +282,7 @@ def parse_numeric(
         rows,
         bad,
         field_name,
-        [f"non-numeric value {v!r}" for v in cells],
+        lambda i: f"non-numeric value {cells[i]!r}",
     )
     ok = ~np.isnan(arr)
     raise_at(
@@ -284,7 +290,7 @@ def parse_numeric(
         rows,
         ok & ~np.isfinite(arr),
         field_name,
-        [f"non-finite value {v!r}" for v in cells],
+        lambda i: f"non-finite value {cells[i]!r}",
     )
     if integer:
         frac = ok & np.isfinite(arr) & (arr != np.round(arr))
@@ -293,7 +299,7 @@ def parse_numeric(
             rows,
             frac,
             field_name,
-            [f"non-integer value {v!r}" for v in arr],
+            lambda i: f"non-integer value {arr[i]!r}",
         )
     if minimum is not None:
         raise_at(
@@ -301,7 +307,7 @@ def parse_numeric(
             rows,
             ok & (arr < minimum),
             field_name,
-            [f"negative value {v!r} (must be >= {minimum:g})" for v in arr],
+            lambda i: f"negative value {arr[i]!r} (must be >= {minimum:g})",
         )
     if positive:
         raise_at(
@@ -309,7 +315,7 @@ def parse_numeric(
             rows,
             ok & (arr <= 0),
             field_name,
-            [f"value {v!r} not allowed (must be > 0)" for v in arr],
+            lambda i: f"value {arr[i]!r} not allowed (must be > 0)",
         )
     if maximum is not None:
         why = f"; {maximum_why}" if maximum_why else ""
@@ -318,7 +324,7 @@ def parse_numeric(
             rows,
             ok & (arr > maximum),
             field_name,
-            [f"value {v:.6g} too large (must be <= {maximum:,.6g}{why})" for v in arr],
+            lambda i: f"value {arr[i]:.6g} too large (must be <= {maximum:,.6g}{why})",
         )
     return arr
 
@@ -391,7 +397,7 @@ def map_models(
         rows,
         unknown,
         field_name,
-        [f"unknown model name {str(n)!r} (known: {sorted(table)})" for n in names],
+        lambda i: f"unknown model name {str(names[i])!r} (known: {sorted(table)})",
     )
     return mapped
 
@@ -451,7 +457,7 @@ def validate_rows(
             r,
             dup,
             fname["job_id"],
-            [f"duplicate job id {j!r} (first seen at row {r[first_pos[j]]})" for j in ids],
+            lambda i: f"duplicate job id {ids[i]!r} (first seen at row {r[first_pos[ids[i]]]})",
         )
     out["job_id"] = ids
     out["arrival_s"] = parse_numeric(
@@ -472,7 +478,7 @@ def validate_rows(
         r,
         np.array([m not in canon for m in models], dtype=bool),
         fname["model"],
-        [f"unknown model name {m!r} (not in the model catalogue)" for m in models],
+        lambda i: f"unknown model name {models[i]!r} (not in the model catalogue)",
     )
     out["model"] = models
     out["iterations"] = parse_numeric(
