@@ -187,6 +187,9 @@ def test_the_command_line_prints_the_settings_file_it_read(tmp_path, bare_zip, c
     model = _model(tmp_path, bare_zip, env={"env_id": ENV_ID, "env_kwargs": ENV_KWARGS})
     assert _compare(tmp_path, f"agent:{model}") == 0
     assert f"agent:{model}: settings from {env_file(model)}" in capsys.readouterr().out
+    stem = model.with_suffix("")  # as SB3 names it: "m" for m.zip
+    assert _compare(tmp_path, f"agent:{stem}") == 0
+    assert f"agent:{stem}: settings from {env_file(model)}" in capsys.readouterr().out
 
 
 def test_library_loading_names_the_field(tmp_path, bare_zip):

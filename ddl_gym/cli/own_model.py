@@ -42,8 +42,7 @@ def apply_agent_env(text: str | None, policies: Sequence[str]) -> None:
             raise CliError(str(err)) from None
     to_write = []
     for path in paths:
-        if not Path(path).is_file():
-            raise CliError(f"agent:{path}: no model file {path}")
+        _require_model_file(path)
         use = None
         if env is not None:
             config = _training_config(path)
@@ -83,8 +82,7 @@ def check_agent(path: str, env: Any = None, source: str = "") -> None:
         raise CliError(
             f"agent:{path} needs the agents extra (pip install 'ddl-gym[agents]'): {err}"
         ) from None
-    if not Path(path).is_file():
-        raise CliError(f"agent:{path}: no model file {path}")
+    _require_model_file(path)
     origin = source if env is not None else ""
     try:
         if env is None:
@@ -97,6 +95,12 @@ def check_agent(path: str, env: Any = None, source: str = "") -> None:
         at = f" ({origin})" if origin and origin not in what else ""
         raise CliError(" ".join(f"agent:{path}{at}: {what}".split())) from None
     print(f"agent:{path}: settings from {origin}", flush=True)
+
+
+def _require_model_file(path: str) -> None:
+    """``path`` (or ``path.zip``, as SB3 saves it) must be a file."""
+    if not (Path(path).is_file() or Path(path + ".zip").is_file()):
+        raise CliError(f"agent:{path}: no model file {path}")
 
 
 def checked_env_kwargs(env_id: str | None, text: str | None) -> dict[str, Any] | None:
