@@ -109,6 +109,14 @@ BAD_TABLES = {
         (HEADER + "resnet50,64,1,0.18,\nresnet50,64,8,86401,\n").encode(),
         ("row 2 (line 3)", "'t_iter'", "a day"),
     ),
+    "a row in ms beside seconds": (
+        (HEADER + "resnet50,64,1,0.181,\nresnet50,64,8,190,\n").encode(),
+        ("row 2 (line 3)", "'t_iter'", "1.05e+03 times", "milliseconds"),
+    ),
+    "a single-GPU row in ms": (
+        (HEADER + "resnet50,64,1,181,\nresnet50,64,8,0.19,\n").encode(),
+        ("row 2 (line 3)", "'t_iter'", "0.00105 times"),
+    ),
     "more than 1,024 GPUs per server": (
         (HEADER + "resnet50,64,1,0.18,\nresnet50,64,1025+1,0.2,\n").encode(),
         ("row 2 (line 3)", "'placement'", "1,024"),

@@ -156,6 +156,12 @@ MAX_LOCAL_BSZ = 1 << 20  # samples per GPU
 MAX_GPUS_PER_SERVER = 1024
 MAX_SERVERS = 65_536  # servers in one placement
 MAX_TABLE_BYTES = 64 << 20  # a measured table is kilobytes; this is a wrong file
+# A row's time over its job's single-GPU time. Every GPU does the same work as
+# the single GPU, so a ratio far below 1 is not a measurement, and 500x is
+# beyond a large model all-reduced over 1 GbE; a row in ms beside a 1-GPU row
+# in s (or the reverse) lands outside by 1000x.
+MIN_RATIO = 0.01
+MAX_RATIO = 500.0
 _T_RANGE = "s (a microsecond to a day per iteration)"
 _BSZ_RANGE = "samples per GPU"
 
@@ -421,6 +427,15 @@ def read_own_table(
         raise MeasuredTableError(
             path, "only single-GPU rows (placement 1): nothing to fit; add rows on several GPUs"
         )
+    for pt, ratio, t_c in zip(points, df["ratio"], df["t_compute"], strict=True):
+        if not MIN_RATIO <= ratio <= MAX_RATIO:
+            raise MeasuredTableError(
+                path,
+                f"{pt.t_iter:g} s is {ratio:.3g} times the job's single-GPU time ({t_c:g} s): "
+                "no data-parallel run is; seconds and milliseconds mixed?",
+                pt.where,
+                "t_iter",
+            )
     df["repeat"] = [pt.repeat for pt in points]
     return OwnTable(df, text, column, per_server)
 
@@ -577,7 +592,7 @@ def calibrate_table(
         report = Path(report_dir) / f"{name}.md"
     table = read_own_table(path, cluster=name, hardware=hardware)
     df, hw = table.rows, table.hardware
-    base_name, unread = _base_for(path, table, base)
+    base_name, unread = _base_for(table, base)
     fit = fit_fabric(df, base_name, name=name, loss=loss)
     folds = placement_folds(df, k=4, seed=seed)
     form: dict[str, Algorithm] = {name: fit.fabric.algorithm}
@@ -622,7 +637,7 @@ def calibrate_table(
     )
 
 
-def _base_for(path: Path, table: OwnTable, base: str | None) -> tuple[str, str]:
+def _base_for(table: OwnTable, base: str | None) -> tuple[str, str]:
     """The base preset, and why the description was not read ("" if it was).
 
     A description that cannot be read does not refuse the table (the fit
