@@ -76,7 +76,11 @@ _FORMAT_COLUMNS = (
         "artifact's digit string (`18` for one GPU on one server and eight on another) is "
         "written `1+8`",
     ),
-    ("t_iter", "seconds per training iteration (steady state), from 1 us to 1 day"),
+    (
+        "t_iter",
+        "seconds per training iteration (steady state), from 1 us to 1 day, and within 1/100 "
+        "to 500 times its job's single-GPU time",
+    ),
     (
         "repeat",
         "optional repeat id: rows that differ only in it are repeats (they give the "
