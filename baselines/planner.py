@@ -2,15 +2,19 @@
 sampled futures of the simulator itself.
 
 At every decision point the planner asks its candidate heuristics (live
-instances that follow the run, whoever acts) what they would do. If they
-agree there is nothing to plan: it does that. If they differ, at the first
-call of that instant it *plans*: for each of ``futures`` sampled futures it
+instances that follow the run, whoever acts; their wake-ups are the
+planner's too) what they would do, and does what the leading one says. If
+they differ, at the first call of that instant and at least ``hold_s``
+after its last plan, it *plans*: for each of ``futures`` sampled futures it
 forks the cluster into a fresh :class:`~ddl_gym.engine.Engine` and lets
 each candidate run it for ``horizon_s`` seconds; the candidate with the
 lowest mean cost (jobs' time in the system within the horizon, plus the
 ideal remaining run time of the jobs left at its end, ``terminal``) leads
-for the rest of the instant. Every candidate sees the same futures (common
-random numbers), so differences come from the policies, not the draws.
+from then on (unless beaten by less than ``margin``). Every candidate sees
+the same futures (common random numbers), so differences come from the
+policies, not the draws. A leader that would preempt a job it started at
+the same instant gets ``Wait`` instead (two heuristics' states mixed can
+cycle).
 
 A sampled future holds (all of it from the view, nothing else):
 
