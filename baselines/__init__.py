@@ -76,11 +76,17 @@ _FACTORIES: dict[str, Callable[..., BasePolicy]] = {
 }
 
 POLICY_NAMES: tuple[str, ...] = tuple(_FACTORIES)
+
+
 # slow policies make_policy builds but POLICY_NAMES leaves out (every comparison,
 # golden cell and fuzz run iterates those): the lookahead planner (planner.py)
-SLOW: dict[str, Callable[..., BasePolicy]] = {
-    "planner": lambda **kw: __import__(f"{__name__}.planner", fromlist=["_"]).PlannerPolicy(**kw),
-}
+def _planner(**kwargs: Any) -> BasePolicy:
+    from .planner import PlannerPolicy  # imported on use: it builds simulators per decision
+
+    return PlannerPolicy(**kwargs)
+
+
+SLOW: dict[str, Callable[..., BasePolicy]] = {"planner": _planner}
 # The policies comparisons rank: every registered one but random, split into
 # the non-clairvoyant heuristics and the oracles, which read true job sizes
 ORACLES: tuple[str, ...] = ("sjf", "srtf", "srsf")
@@ -97,7 +103,8 @@ def make_policy(name: str, reference: bool = False, **kwargs: Any) -> BasePolicy
     try:
         factory = _FACTORIES[name] if name in _FACTORIES else SLOW[name]
     except KeyError:
-        raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICY_NAMES)}") from None
+        known = ", ".join((*POLICY_NAMES, *SLOW))
+        raise ValueError(f"unknown policy {name!r}; known: {known}") from None
     policy = factory(**kwargs)
     if not reference:
         return policy

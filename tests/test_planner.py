@@ -122,6 +122,16 @@ def test_registered_but_not_among_the_compared_policies():
     assert isinstance(made, PlannerPolicy) and made.futures == 3
 
 
+def test_the_benchmark_resolves_it_by_name():
+    from ddl_gym.benchmarks.policies import resolve_policy
+
+    spec = resolve_policy("planner")
+    assert spec.name == "planner" and not spec.clairvoyant
+    assert isinstance(spec.factory(), PlannerPolicy)
+    with pytest.raises(ValueError, match="did you mean 'planner'"):
+        resolve_policy("planer")
+
+
 @pytest.mark.parametrize(
     ("settings", "field"),
     [

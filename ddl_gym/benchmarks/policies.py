@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ddl_gym.baselines import ORACLES, POLICY_NAMES, make_policy
+from ddl_gym.baselines import ORACLES, POLICY_NAMES, SLOW, make_policy
 from ddl_gym.engine import InvalidAction, Job, Place, Preempt, StalledError, Wait
 from ddl_gym.perf import Level
 from ddl_gym.topology import Cluster
@@ -418,8 +418,9 @@ def resolve_policy(
 ) -> PolicySpec:
     """A :class:`PolicySpec` for ``spec``:
 
-    * a heuristic name (``ddl_gym.baselines.POLICY_NAMES``); ``sjf`` and
-      ``srtf`` run clairvoyant (they read true job sizes);
+    * a heuristic name (``ddl_gym.baselines.POLICY_NAMES``, or ``planner``, the
+      slow lookahead planner of ``SLOW``); the oracles ``sjf``, ``srtf`` and
+      ``srsf`` run clairvoyant (they read true job sizes);
     * ``"agent"`` (the shipped model) or ``"agent:PATH"``: a model saved by
       ``ddl_gym.agents.train`` (its config beside it), or any SB3 /
       sb3-contrib zip (MaskablePPO, PPO) with ``env_id`` / ``env_kwargs``, the
@@ -433,7 +434,7 @@ def resolve_policy(
     if isinstance(spec, PolicySpec):
         return spec
     if isinstance(spec, str):
-        if spec in POLICY_NAMES:
+        if spec in POLICY_NAMES or spec in SLOW:
             return PolicySpec(name or spec, lambda: make_policy(spec), clairvoyant=spec in ORACLES)
         if spec == "agent" or spec.startswith("agent:"):
             return _agent(spec.partition(":")[2] or None, env_id, env_kwargs)
@@ -446,11 +447,11 @@ def resolve_policy(
                 return _from_object(obj, name or spec)
             except TypeError as err:
                 raise PolicyFailure(name or spec, err, message=str(err)) from err
-        close = difflib.get_close_matches(spec, [*POLICY_NAMES, "agent", "portfolio"], n=1)
+        close = difflib.get_close_matches(spec, [*POLICY_NAMES, *SLOW, "agent", "portfolio"], n=1)
         raise ValueError(
             f"unknown policy {spec!r}"
             + (f" (did you mean {close[0]!r}?)" if close else "")
-            + f": a heuristic ({', '.join(POLICY_NAMES)}), "
+            + f": a heuristic ({', '.join((*POLICY_NAMES, *SLOW))}), "
             "'agent', 'agent:PATH', 'portfolio' or 'module:function'"
         )
     return _from_object(spec, name)
