@@ -5,9 +5,11 @@ For each measured cluster in turn: the other clusters' fits (``shared``
 form) give the pooled terms, the efficiencies and their spreads
 (:func:`ddl_gym.fidelity.hardware.class_prior`); the held-out cluster's
 hardware description is the only thing read of it at k = 0. At k > 0, k of
-its rows update one uncertain bandwidth (:func:`posterior`): k single-server
-multi-GPU rows the GPU link's, or, for a table with none, k rows on two
-servers (a single pair) the NIC's. Every row is predicted by
+its rows, spanning the levels its table has (:func:`refine_rows`), update
+the bandwidths they identify, jointly (:func:`posterior`): the GPU link from
+rows with more than one GPU in a server, the NIC from rows on more than one
+server; a link whose rows disagree with each other beyond the row noise
+keeps its prior (:func:`disagree`). Every row is predicted by
 :meth:`~ddl_gym.fidelity.hardware.Prior.predict` (the ratio of least
 expected error under the bandwidths' uncertainty). The k rows are not
 scored; the figure at k > 0 is the median over seeded draws of which rows
@@ -19,6 +21,7 @@ scored; the figure at k > 0 is the median over seeded draws of which rows
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Sequence
@@ -49,36 +52,45 @@ from ddl_gym.fidelity.hardware import (
 )
 from ddl_gym.fidelity.measured import MACHINE
 from ddl_gym.fidelity.own_table import below_one, non_monotone
-from ddl_gym.topology import FABRICS, Fabric, Link
+from ddl_gym.topology import FABRICS, Link
 
 WITHIN, ACROSS = "within", "across"
+# The k rows start from a single-server row (k = 3: two of them and one
+# across servers), so the rows that identify the GPU link can be checked
+# against each other (:func:`disagree`).
+FIRST_KIND = WITHIN
 
 
 def refine_rows(part: pd.DataFrame, k: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Positions of ``k`` rows of one cluster a user could measure in
-    minutes, drawn with ``seed``: single-server multi-GPU rows (they refit
-    the GPU link) where the table has them, else single-pair rows, one GPU
-    on each of two servers (they refit the NIC; any two-server placement
-    where the table has no ``(1, 1)``). Returned as (server rows, pair rows).
-
-    Why not a mix where a table has both: one pair row refits the NIC to one
-    model's bytes and noise (Pollux: a single ``(1, 1)`` row at 1.02-1.90x
-    depending on model and batch; the median across servers went from 14 %
-    to 27 %), while the server rows leave the prior's NIC alone.
+    minutes, drawn with ``seed``, spanning the levels the table has: rows on
+    two or more servers (they identify the NIC) and single-server multi-GPU
+    rows (the GPU link), taken in turn from :data:`FIRST_KIND`, as a user
+    measuring a few placements measures one of each kind. Returned as
+    (single-server rows, across-server rows).
     """
     informative = ~part["is_reference"].to_numpy()
-    s, n, g = part["s"].to_numpy(), part["n"].to_numpy(), part["g"].to_numpy()
-    empty = np.array([], dtype=int)
-    server = np.flatnonzero(informative & (s == 1) & (n > 1))
-    pair = np.flatnonzero(informative & (s == 2) & (g == 1))
-    if len(pair) == 0:
-        pair = np.flatnonzero(informative & (s == 2))
-    cand = server if len(server) else pair
-    if k <= 0 or len(cand) == 0:
-        return empty, empty
+    s, n = part["s"].to_numpy(), part["n"].to_numpy()
+    pools = {
+        ACROSS: np.flatnonzero(informative & (s >= 2)),
+        WITHIN: np.flatnonzero(informative & (s == 1) & (n > 1)),
+    }
+    kinds = [FIRST_KIND, WITHIN if FIRST_KIND == ACROSS else ACROSS]
+    want = dict.fromkeys(kinds, 0)
+    total = min(max(k, 0), sum(len(p) for p in pools.values()))
+    turn = itertools.cycle(kinds)
+    while sum(want.values()) < total:
+        kind = next(turn)
+        if want[kind] < len(pools[kind]):
+            want[kind] += 1
     rng = np.random.default_rng(seed)
-    picked = np.sort(rng.choice(cand, size=min(k, len(cand)), replace=False))
-    return (picked, empty) if len(server) else (empty, picked)
+    picked = {
+        kind: np.sort(rng.choice(pools[kind], size=want[kind], replace=False))
+        if want[kind]
+        else np.array([], dtype=int)
+        for kind in kinds
+    }
+    return picked[WITHIN], picked[ACROSS]
 
 
 def prior_for(
@@ -103,10 +115,10 @@ def row_noise(fits: dict[str, FitResult]) -> float:
     return float(np.median([f.rms_log_error for f in fits.values()]))
 
 
-# The grid of the posterior of one log-bandwidth, in prior sds either side
+# The grid of the posterior of each log-bandwidth, in prior sds either side
 # of the prior's median: far enough for any row the form can reach, fine
 # enough that the posterior median moves smoothly.
-_POSTERIOR_GRID = np.linspace(-4.0, 4.0, 161)
+_POSTERIOR_GRID = np.linspace(-4.0, 4.0, 41)
 _MIN_SIGMA = 0.05  # a prior this sure is still moved by rows that disagree
 # Degrees of freedom of a row's residual (Student t, scale ``noise``): heavy
 # tails, as the fits' soft_l1 loss, for tables with rows no form reaches
@@ -114,58 +126,135 @@ _MIN_SIGMA = 0.05  # a prior this sure is still moved by rows that disagree
 ROW_DOF = 4.0
 
 
-def posterior(
-    prior: Fabric, sigma: float, rows: pd.DataFrame, link: str, noise: float
-) -> tuple[float, float]:
-    """Median and sd (in log) of the bandwidth of ``link`` (``gpu_link`` or
-    ``nic``) after ``rows``: prior log-normal (``prior``'s bandwidth,
-    ``sigma``), each row's log ratio Student-t (:data:`ROW_DOF`) about the
-    prediction with scale ``noise``; on a grid, everything else held at
-    ``prior``'s values."""
-    base = getattr(prior, link)
+def identified(rows: pd.DataFrame) -> tuple[bool, bool]:
+    """Whether ``rows`` say anything of the GPU link (a row with more than
+    one GPU in a server) and of the NIC (a row on more than one server)."""
     data = rows[~rows["is_reference"].to_numpy()]
-    if data.empty:
-        return base.bandwidth, sigma
-    sigma = max(sigma, _MIN_SIGMA)
-    predict = RatioPredictor(data)
-    measured = np.log(data["ratio"].to_numpy(dtype=float))
-    logs = math.log(base.bandwidth) + sigma * _POSTERIOR_GRID
-    cost = np.empty(len(logs))
-    for i, lb in enumerate(logs):
-        link_i = Link(math.exp(lb), base.latency)
-        fabric = replace(
-            prior, **({"nic": link_i, "uplink": link_i} if link == "nic" else {link: link_i})
-        )
-        resid = (np.log(predict(fabric)) - measured) / noise
-        # Student-t residuals (-2 log density up to a constant): a row the
-        # form cannot follow pulls the posterior less than a normal one would.
-        cost[i] = float(np.sum((ROW_DOF + 1) * np.log1p(resid**2 / ROW_DOF)))
-        cost[i] += _POSTERIOR_GRID[i] ** 2
-    w = np.exp(-(cost - cost.min()) / 2.0)
-    w /= w.sum()
+    return bool((data["g"].to_numpy() > 1).any()), bool((data["s"].to_numpy() > 1).any())
+
+
+def _marginal(w: np.ndarray, logs: np.ndarray) -> tuple[float, float]:
+    """Median and sd of a log-bandwidth with grid weights ``w`` at ``logs``."""
     cdf = np.cumsum(w)
     median = float(np.interp(0.5, cdf, logs))
     mean = float(w @ logs)
-    sd = float(np.sqrt(w @ (logs - mean) ** 2))
-    return math.exp(median), sd
+    return median, float(np.sqrt(w @ (logs - mean) ** 2))
 
 
-def refine(prior: Prior, server_rows: pd.DataFrame, pair_rows: pd.DataFrame, noise: float) -> Prior:
-    """The fabric of ``prior`` after k measured rows (see :func:`refine_rows`;
-    either may be empty): the GPU link's bandwidth updated by
-    ``server_rows``, then the NIC's by ``pair_rows`` (:func:`posterior`),
-    the posterior as the new prior (median and sd). Rows the prior already predicts move it little;
-    rows it cannot explain move it as far as the row noise allows.
+def _row_cost(resid: np.ndarray, scales: np.ndarray) -> float:
+    """-2 log likelihood (up to a constant) of the log residuals ``resid``
+    of one table's rows: Student-t (:data:`ROW_DOF`) with one scale shared by
+    the table, that scale equally likely any of ``scales`` (how far the
+    other tables' rows sit from their own fits: an unseen table is as noisy
+    as one of them). A row the form cannot follow pulls less than a normal
+    one would."""
+    z = resid[None, :] / scales[:, None]
+    log_t = -(ROW_DOF + 1) / 2 * np.log1p(z**2 / ROW_DOF) - np.log(scales)[:, None]
+    per_scale = log_t.sum(axis=1)
+    top = float(per_scale.max())
+    return -2.0 * (top + math.log(float(np.mean(np.exp(per_scale - top)))))
+
+
+def posterior(
+    prior: Prior,
+    rows: pd.DataFrame,
+    noise: float | Sequence[float],
+    hold: tuple[bool, bool] = (False, False),
+) -> Prior:
+    """``prior`` after ``rows``: the joint posterior of the GPU link's and the
+    NIC's bandwidth, each log-normal a priori (the prior's median and sd),
+    each row's log ratio Student-t (:data:`ROW_DOF`) about the prediction
+    with scale ``noise``; on a grid, every other term held at the prior's.
+    A bandwidth no row identifies (:func:`identified`) keeps its prior; the
+    others become their posterior median and sd."""
+    data = rows[~rows["is_reference"].to_numpy()]
+    moves_gpu, moves_nic = identified(data)
+    moves_gpu, moves_nic = moves_gpu and not hold[0], moves_nic and not hold[1]
+    if data.empty or not (moves_gpu or moves_nic):
+        return prior
+    central = prior.central
+    gpu, nic = central.gpu_link, central.nic
+    sg, sn = max(prior.gpu_sigma, _MIN_SIGMA), max(prior.nic_sigma, _MIN_SIGMA)
+    zg = _POSTERIOR_GRID if moves_gpu else np.zeros(1)
+    zn = _POSTERIOR_GRID if moves_nic else np.zeros(1)
+    predict = RatioPredictor(data)
+    measured = np.log(data["ratio"].to_numpy(dtype=float))
+    scales = np.atleast_1d(np.asarray(noise, dtype=float))
+    cost = np.empty((len(zg), len(zn)))
+    for i, a in enumerate(zg):
+        g = Link(gpu.bandwidth * math.exp(sg * a), gpu.latency)
+        for j, b in enumerate(zn):
+            n = Link(nic.bandwidth * math.exp(sn * b), nic.latency)
+            resid = np.log(predict(replace(central, gpu_link=g, nic=n, uplink=n))) - measured
+            cost[i, j] = _row_cost(resid, scales) + a**2 + b**2
+    w = np.exp(-(cost - cost.min()) / 2.0)
+    w /= w.sum()
+    gpu_sigma, nic_sigma = prior.gpu_sigma, prior.nic_sigma
+    if moves_gpu:
+        m, sd = _marginal(w.sum(axis=1), math.log(gpu.bandwidth) + sg * zg)
+        gpu, gpu_sigma = Link(math.exp(m), gpu.latency), sd
+    if moves_nic:
+        m, sd = _marginal(w.sum(axis=0), math.log(nic.bandwidth) + sn * zn)
+        nic, nic_sigma = Link(math.exp(m), nic.latency), sd
+    return Prior(replace(central, gpu_link=gpu, nic=nic, uplink=nic), gpu_sigma, nic_sigma)
+
+
+# How far apart (in row-noise units) two rows that identify the same link
+# may sit from the posterior before they are taken to disagree: the 99.5 %
+# point of a Student-t (ROW_DOF = 4), for the difference of two rows (a
+# two-sided 1 % test: rows are held back only when the form plainly fails).
+AGREE = math.sqrt(2.0) * 4.604
+
+
+def disagree(prior: Prior, post: Prior, rows: pd.DataFrame, noise: float) -> tuple[bool, bool]:
+    """Whether the rows that carry information on the GPU link, and those
+    that carry information on the NIC, sit further apart about ``post``'s
+    prediction than the noise allows (:data:`AGREE`): no bandwidth makes them
+    agree, so the form does not follow this table and the prior is kept for
+    that link. A row carries information on a link when its prediction moves
+    by more than ``noise`` between the ends of the posterior's grid of that
+    link (``prior``'s median times exp(+-4 sd), the other link at ``post``'s);
+    a row no bandwidth moves cannot disagree about it."""
+    data = rows[~rows["is_reference"].to_numpy()]
+    if data.empty:
+        return False, False
+    predict = RatioPredictor(data)
+    resid = (np.log(predict(post.central)) - np.log(data["ratio"].to_numpy())) / noise
+
+    def moved_by(link: str, sigma: float) -> np.ndarray:
+        base = getattr(prior.central, link)
+        ends = []
+        for z in (_POSTERIOR_GRID[0], _POSTERIOR_GRID[-1]):
+            end = Link(base.bandwidth * math.exp(max(sigma, _MIN_SIGMA) * z), base.latency)
+            links = {"nic": end, "uplink": end} if link == "nic" else {link: end}
+            ends.append(np.log(predict(replace(post.central, **links))))
+        return np.abs(ends[1] - ends[0]) > noise
+
+    def spread(mask: np.ndarray) -> bool:
+        return mask.sum() >= 2 and float(np.ptp(resid[mask])) > AGREE
+
+    return (
+        spread(moved_by("gpu_link", prior.gpu_sigma)),
+        spread(moved_by("nic", prior.nic_sigma)),
+    )
+
+
+def refine(
+    prior: Prior,
+    server_rows: pd.DataFrame,
+    pair_rows: pd.DataFrame,
+    noise: float,
+) -> Prior:
+    """The prior after k measured rows (see :func:`refine_rows`; either may
+    be empty): one joint posterior of the GPU link and the NIC from all of
+    them (:func:`posterior`), a link whose rows disagree (:func:`disagree`)
+    held at the prior. Rows the prior already predicts move it little; rows
+    it cannot explain move it as far as the row noise allows.
     """
-    central, gpu_sigma, nic_sigma = prior.central, prior.gpu_sigma, prior.nic_sigma
-    if len(server_rows):
-        bw, gpu_sigma = posterior(central, gpu_sigma, server_rows, "gpu_link", noise)
-        central = replace(central, gpu_link=Link(bw, central.gpu_link.latency))
-    if len(pair_rows):
-        bw, nic_sigma = posterior(central, nic_sigma, pair_rows, "nic", noise)
-        nic = Link(bw, central.nic.latency)
-        central = replace(central, nic=nic, uplink=nic)
-    return Prior(central, gpu_sigma, nic_sigma)
+    rows = pd.concat([server_rows, pair_rows])
+    post = posterior(prior, rows, noise)
+    hold = disagree(prior, post, rows, noise)
+    return posterior(prior, rows, noise, hold) if any(hold) else post
 
 
 def predict_unseen(
@@ -382,10 +471,8 @@ def _nic_line(
     )
     prior = uncertain.fabric()
     own = fits[cluster].fabric
-    server, _ = refine_rows(part, 3, 0)
-    moves = (
-        "; the k rows are single-server rows, which leave the NIC as it is" if len(server) else ""
-    )
+    _, across = refine_rows(part, 3, 0)
+    moves = "" if len(across) else "; no k row spans servers, so the NIC keeps its prior"
     return (
         f"the prior's NIC {prior.nic.bandwidth / 1e9:.2g} GB/s (median "
         f"{uncertain.central.nic.bandwidth / 1e9:.2g} GB/s, sigma {uncertain.nic_sigma:.2f}), "
@@ -417,35 +504,79 @@ def _inexpressible(part: pd.DataFrame) -> int:
     return len(below_one(part)) + len(non_monotone(part))
 
 
-def _verdict_lines(table: pd.DataFrame) -> list[str]:
-    """Where the prior is worse than predict 1, and where k = 3 rows do not
-    improve on k = 0 (on the same rows)."""
+def k_rows_verdict(table: pd.DataFrame) -> dict[str, list[str]]:
+    """Cells of :func:`unseen_table` sorted by what k = 3 rows do against
+    k = 0 on the same rows: ``improved`` (strictly better), ``tied``,
+    ``worse``; and ``not required``: cells where the cluster's own fit (in
+    sample) is not better than k = 0 there, which no refinement of the
+    prior's links in this form can be required to beat."""
+    out: dict[str, list[str]] = {"improved": [], "tied": [], "worse": [], "not required": []}
+    for _, r in table.iterrows():
+        if SAME_ROWS not in r or r[SAME_ROWS] != r[SAME_ROWS]:
+            continue
+        k0, k3 = float(r[SAME_ROWS]), float(r["k=3"])
+        cell = f"{r['cluster']} {r['level']} ({_pct(k0)} -> {_pct(k3)})"
+        if r["own fit, in-sample"] >= k0:
+            out["not required"].append(cell)
+        out["improved" if k3 < k0 - 1e-12 else "worse" if k3 > k0 + 1e-12 else "tied"].append(cell)
+    return out
+
+
+def _verdict_lines(table: pd.DataFrame, descriptions: dict[str, str]) -> list[str]:
+    """Where the prior is worse than predict 1, and what k = 3 rows do
+    against k = 0 on the same rows (:func:`k_rows_verdict`), with why where
+    they do not improve."""
     worse = [
         f"{r['cluster']} {r['level']} (k={k})"
         for _, r in table.iterrows()
         for k in (0, 3)
         if f"k={k}" in r and r[f"k={k}"] > r["predict 1"] + 1e-12
     ]
-    same = SAME_ROWS
-    not_better = [
-        f"{r['cluster']} {r['level']} ({_pct(r[same])} -> {_pct(r['k=3'])})"
-        for _, r in table.iterrows()
-        if same in r and r["k=3"] > r[same] + 1e-12
-    ]
-    return [
+    v = k_rows_verdict(table)
+    lines = [
         "The prior is "
         + (
             "never worse than predict 1 on any cluster and level here, at k = 0 and k = 3."
             if not worse
             else "worse than predict 1 on " + ", ".join(worse) + "."
-        )
-        + " k = 3 rows are "
-        + (
-            "never worse than k = 0 on the same rows."
-            if not not_better
-            else "worse than k = 0 on the same rows on " + ", ".join(not_better) + "."
-        )
+        ),
+        "",
+        "k = 3 against k = 0 on the same rows. The rule: k rows must improve on k = 0 "
+        "wherever the cluster's own fit (in-sample) is better than k = 0 there, and "
+        "must never be worse; where the own fit is not better, no refinement of the "
+        "prior's links in this form can be required to improve. Improved: "
+        + (", ".join(v["improved"]) or "none")
+        + ". Tied: "
+        + (", ".join(v["tied"]) or "none")
+        + ". Worse: "
+        + (", ".join(v["worse"]) or "none")
+        + ". Own fit not better than k = 0 (not required): "
+        + (", ".join(v["not required"]) or "none")
+        + ".",
     ]
+    why = []
+    for _, r in table.iterrows():
+        cell = f"{r['cluster']} {r['level']}"
+        if not any(c.startswith(cell + " (") for c in v["tied"] + v["worse"]):
+            continue
+        hw = describe(descriptions.get(str(r["cluster"]), ""))
+        if not hw.known:
+            why.append(
+                f"{cell}: its description states nothing, so its prior is the stand-in "
+                f"`{UNKNOWN_HARDWARE_FABRIC}` links (no exposed communication), uncertain by "
+                "the fits' spread about them; no bandwidth within that reach predicts the "
+                "rows' cost, so k rows hardly move its predictions"
+            )
+        elif r["own fit, in-sample"] > TARGETS[str(r["level"])]:
+            why.append(
+                f"{cell}: the form cannot follow this table (its own fit misses by "
+                f"{_pct(r['own fit, in-sample'])} in-sample, predict 1 by "
+                f"{_pct(r['predict 1'])}): rows that agree with each other can still "
+                "pull the link where the table's other rows are not"
+            )
+    if why:
+        lines += ["", "Where k = 3 does not improve: " + "; ".join(why) + "."]
+    return lines
 
 
 def unseen_markdown(
@@ -483,13 +614,24 @@ def unseen_markdown(
         "the ratio weighted by 1 / ratio over the bandwidths' spread, 15 x 15 quantile "
         "nodes): the estimate where the evidence is tight or the row hardly "
         "communicates, shrunk toward 1 (no exposed communication) where it is not, so "
-        "that its expected error is never above predicting 1's. k = 3: three "
-        "single-server multi-GPU rows update the GPU link (`unseen.posterior`: the "
-        "prior times the rows' likelihood, each row's log ratio Student-t with 4 degrees "
-        "of freedom about the prediction, scaled by the rms error of the other "
-        "clusters' own fits, 0.12-0.18), or, for a table with "
-        "none (Chronus), three single-pair rows (one GPU on each of two servers) the "
-        "NIC. The k rows are not scored; k = 3 is the median over the draws of which "
+        "that its expected error is never above predicting 1's. k = 3: three of "
+        "the cluster's rows, spanning the levels its table has, as a user measuring "
+        "three placements would (`unseen.refine_rows`: a single-server multi-GPU row, "
+        "a row across servers, then another single-server row; a table with only one "
+        "level gives all three from it), update the bandwidths they identify, jointly "
+        "(`unseen.posterior`: the prior times the rows' likelihood on a grid of both "
+        "log-bandwidths; a row with more than one GPU in a server identifies the GPU "
+        "link, a row on more than one server the NIC; a bandwidth no row identifies "
+        "keeps its prior exactly; each row's log ratio Student-t with 4 degrees of "
+        "freedom about the prediction, scaled by the median over the other clusters' "
+        "own fits of their rms log error, 0.12-0.18; every other term stays the "
+        "prior's). Where the rows that carry information on one link (whose "
+        "prediction it moves by more than that noise) sit further apart about the "
+        "posterior's prediction than the noise allows (the 99.5 % point "
+        "of the difference of two such rows), they disagree: the form does not follow "
+        "them, and that link keeps its prior (`unseen.disagree`, which reads only the "
+        "k rows). "
+        "The k rows are not scored; k = 3 is the median over the draws of which "
         "rows, and `k=0, k=3's rows` is k = 0 scored on the same rows (the k = 3 "
         "figure leaves three rows out, which alone moves a small table's median). "
         "`own fit, in-sample`: the cluster's own fit in the same form, scored on the "
@@ -528,7 +670,7 @@ def unseen_markdown(
             f"{_pct(r['k=3'])} | {_pct(r.get(SAME_ROWS, np.nan))} | "
             f"{_pct(r['own fit, in-sample'])} |"
         )
-    head += ["", *_verdict_lines(table)]
+    head += ["", *_verdict_lines(table, descriptions)]
     if fits:
         pooled = pooled_errors(df, fits, descriptions)
         head += [
