@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from .gpu_speed import GAVEL_FLAT, CvResult, cross_validate, measured_speeds, read_gavel_single_gpu
-from .gpu_types import CATALOGUE, OPENB_NAMES
+from .gpu_types import CATALOGUE, OPENB_NAMES, datasheet_speed
 from .traces import find_data_dir
 from .traces.openb_types import NODE_LIST, POD_LIST, check_openb_types
 
@@ -22,6 +22,12 @@ DOCS_PATH = Path(__file__).resolve().parent.parent / "docs" / "gpu_types.md"
 
 def _num(x: float | None, fmt: str = "{:g}") -> str:
     return "n/a" if x is None else fmt.format(x)
+
+
+def _datasheet(name: str) -> float:
+    t = CATALOGUE[name]
+    assert t.fp32_tflops is not None and t.mem_bw_gbs is not None
+    return datasheet_speed(t.fp32_tflops, t.mem_bw_gbs)
 
 
 def _pct(x: float) -> str:
@@ -106,6 +112,13 @@ def docs_markdown(data_dir: Path) -> str:
         "",
         "Measured speeds recomputed from the data: "
         + ", ".join(f"{k} {v:.3f}" for k, v in speeds.items())
+        + ". The datasheet rule applied to the measured types, as a check of the "
+        "estimates: "
+        + ", ".join(
+            f"{k} {_datasheet(k):.3f} ({_pct(abs(_datasheet(k) / v - 1))} off)"
+            for k, v in speeds.items()
+            if k != "V100-16GB"
+        )
         + ".",
         "",
         "## Speed model and its cross-validation",
@@ -170,7 +183,10 @@ def docs_markdown(data_dir: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p = argparse.ArgumentParser(
+        description="GPU types page: the catalogue, the speed model's cross-validation "
+        "on Gavel and openb's typed inventory (printed, or --docs / --out)."
+    )
     p.add_argument("--data", type=Path, default=None, help="data dir (default: found)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--docs", action="store_true", help=f"write {DOCS_PATH}")
