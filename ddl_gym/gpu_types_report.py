@@ -159,15 +159,20 @@ def docs_markdown(data_dir: Path) -> str:
         + ", ".join(f"{k} -> {v}" for k, v in OPENB_NAMES.items() if k != v)
         + ".",
         "",
-        "| type | nodes | GPUs |",
-        "|---|---|---|",
-        *[f"| {t} | {inv.nodes[t]:,} | {inv.gpus[t]:,} |" for t in inv.nodes],
-        f"| total | {sum(inv.nodes.values()):,} | {inv.total_gpus:,} |",
+        "| type | nodes | GPUs | most GPUs on a node |",
+        "|---|---|---|---|",
+        *[
+            f"| {t} | {inv.nodes[t]:,} | {inv.gpus[t]:,} | {inv.max_per_node[t]} |"
+            for t in inv.nodes
+        ],
+        f"| total | {sum(inv.nodes.values()):,} | {inv.total_gpus:,} | |",
         "",
         f"Pods: {openb.pods:,}, of which {openb.gpu_pods:,} ask for GPUs; "
         f"{openb.any_type_pods:,} of those accept any type (empty `gpu_spec`). "
         f"Pods whose accepted types name no node type: "
-        f"{sum(openb.unplaceable.values()):,}. GPU-hours requested per accepted-type "
+        f"{sum(openb.unplaceable.values()):,}; pods larger than every node of their "
+        f"accepted types: {sum(openb.too_large.values()):,}. GPU-hours requested per "
+        "accepted-type "
         "set (GPUs x GPU share x run time from scheduling to deletion): "
         + ", ".join(f"{k} {v:,.0f}" for k, v in openb.gpu_hours.items())
         + ".",

@@ -182,6 +182,28 @@ def test_bad_spec_names_the_row(tmp_path: Path, spec: str, message: str) -> None
     assert "pods.csv" in str(info.value) and "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("b,1,1,two,1000,T4,LS,Running,0,10,0", r"field 'num_gpu': not a whole number"),
+        ("b,1,1,1,1500,T4,LS,Running,0,10,0", r"field 'gpu_milli': must be <= 1000"),
+        ("b,1,1,1,1000,T4,LS,Running,0,5,9", r"field 'deletion_time': before scheduled"),
+        ("b,1,1,1,1000,T4,LS,Running,0,x,0", r"field 'deletion_time': not a number"),
+    ],
+)
+def test_bad_pod_field_names_the_row(tmp_path: Path, row: str, message: str) -> None:
+    p = _pods(tmp_path, "a,1000,1024,1,1000,T4,LS,Running,0,10,0", row)
+    with pytest.raises(TraceError, match=r"pods\.csv: row 2 .*" + message):
+        read_pod_types(p)
+
+
+def test_missing_column_is_named(tmp_path: Path) -> None:
+    p = tmp_path / "pods.csv"
+    p.write_text("name,num_gpu\na,1\n", encoding="utf-8")
+    with pytest.raises(TraceError, match="missing column.*gpu_milli"):
+        read_pod_types(p)
+
+
 def test_node_inventory_by_hand(tmp_path: Path) -> None:
     p = tmp_path / "nodes.csv"
     p.write_text(
@@ -193,6 +215,7 @@ def test_node_inventory_by_hand(tmp_path: Path) -> None:
     assert inv.nodes == {"T4": 1, "V100-32GB": 2}
     assert inv.gpus == {"T4": 4, "V100-32GB": 10}
     assert (inv.gpuless_nodes, inv.total_gpus) == (1, 14)
+    assert inv.max_per_node == {"T4": 4, "V100-32GB": 8}
     p.write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,1,1,8,K40\n", encoding="utf-8")
     with pytest.raises(TraceError, match=r"row 1 .*field 'model': unknown GPU type 'K40'"):
         read_node_inventory(p)
@@ -206,11 +229,14 @@ def test_unplaceable_pods_are_counted(tmp_path: Path) -> None:
         "a,1,1,1,1000,A10,LS,Running,0,3600,0",
         "b,1,1,1,1000,A10|T4,LS,Running,0,3600,0",
         "c,1,1,1,1000,,LS,Running,0,3600,0",
+        "d,1,1,8,1000,T4,LS,Running,0,0,0",
+        "e,1,1,8,1000,,LS,Running,0,0,0",
     )
     r = check_openb_types(nodes, pods)
     assert r.unplaceable == {"A10": 1}
-    assert r.gpu_hours == {"A10": 1.0, "A10|T4": 1.0, "any": 1.0}
-    assert (r.gpu_pods, r.any_type_pods) == (3, 1)
+    assert r.too_large == {"T4": 1, "any": 1}  # 8 GPUs; the only node has 4
+    assert r.gpu_hours == {"A10": 1.0, "A10|T4": 1.0, "T4": 0.0, "any": 1.0}
+    assert (r.gpu_pods, r.any_type_pods) == (5, 2)
 
 
 def test_cli_without_data_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -257,4 +283,5 @@ def test_real_node_list_adds_up(data_dir: Path) -> None:
     r = check_openb_types(path, data_dir / POD_LIST)
     assert r.pods == 4008 and r.gpu_pods == 3408
     assert r.unplaceable == {}  # every accepted type exists in the node list
+    assert r.too_large == {}  # 8-GPU nodes exist (G2, V100-32GB)
     assert set(inv.gpus) == {"A10", "G2", "G3", "P100", "T4", "V100-16GB", "V100-32GB"}

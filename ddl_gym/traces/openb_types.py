@@ -90,10 +90,12 @@ def _require(columns: list[str], required: tuple[str, ...], source: str) -> None
 
 @dataclass(frozen=True)
 class NodeInventory:
-    """Nodes and GPUs per catalogue type; ``gpuless_nodes`` have no GPU."""
+    """Nodes and GPUs per catalogue type, the most GPUs one node of each type
+    has, and the number of nodes without a GPU."""
 
     nodes: dict[str, int]
     gpus: dict[str, int]
+    max_per_node: dict[str, int] = field(default_factory=dict)
     gpuless_nodes: int = 0
 
     @property
@@ -108,6 +110,7 @@ def read_node_inventory(path: str | Path) -> NodeInventory:
     _require(list(df.columns), ("sn", "gpu", "model"), source)
     nodes: Counter[str] = Counter()
     gpus: Counter[str] = Counter()
+    largest: dict[str, int] = {}
     gpuless = 0
     for row, gpu_text, model in zip(rows, df["gpu"], df["model"], strict=True):
         n = _int(gpu_text, source, int(row), "gpu")
@@ -119,7 +122,13 @@ def read_node_inventory(path: str | Path) -> NodeInventory:
         t = _type_name(model, source, int(row), "model")
         nodes[t] += 1
         gpus[t] += n
-    return NodeInventory(dict(sorted(nodes.items())), dict(sorted(gpus.items())), gpuless)
+        largest[t] = max(largest.get(t, 0), n)
+    return NodeInventory(
+        nodes=dict(sorted(nodes.items())),
+        gpus=dict(sorted(gpus.items())),
+        max_per_node=dict(sorted(largest.items())),
+        gpuless_nodes=gpuless,
+    )
 
 
 @dataclass(frozen=True)
@@ -149,6 +158,8 @@ def read_pod_types(path: str | Path) -> list[PodTypes]:
         accepted = parse_gpu_spec(cell["gpu_spec"], source, r)
         n = _int(cell["num_gpu"], source, r, "num_gpu")
         milli = _int(cell["gpu_milli"], source, r, "gpu_milli") if n else 0
+        if milli > 1000:
+            raise TraceError(f"{where(source, r, 'gpu_milli')}: must be <= 1000, got {milli}")
         start = _float(cell["scheduled_time"], source, r, "scheduled_time")
         end = _float(cell["deletion_time"], source, r, "deletion_time")
         hours = 0.0
@@ -157,7 +168,7 @@ def read_pod_types(path: str | Path) -> list[PodTypes]:
                 raise TraceError(
                     f"{where(source, r, 'deletion_time')}: before scheduled_time ({end} < {start})"
                 )
-            # gpu_milli is the per-GPU share; whole-GPU pods carry 1000
+            # gpu_milli is the per-GPU share; whole-GPU pods carry 1000 (0 read as whole)
             hours = n * (milli / 1000 if milli else 1.0) * (end - start) / 3600
         out.append(PodTypes(cell["name"], n, accepted, hours))
     return out
@@ -172,16 +183,20 @@ class OpenbTypes:
     gpu_pods: int
     any_type_pods: int
     unplaceable: dict[str, int] = field(default_factory=dict)
+    too_large: dict[str, int] = field(default_factory=dict)
     gpu_hours: dict[str, float] = field(default_factory=dict)
 
 
 def check_openb_types(node_list: str | Path, pod_list: str | Path) -> OpenbTypes:
     """Load both files; count GPU pods whose accepted types name no node in
-    the inventory (``unplaceable``, by spec) and GPU-hours per accepted-type
+    the inventory (``unplaceable``, by spec), GPU pods larger than every node
+    of their accepted types (``too_large``; openb pods run on one node), and
+    GPU-hours per accepted-type
     set (``'any'`` for an empty spec, else names joined by ``|``)."""
     inv = read_node_inventory(node_list)
     pods = read_pod_types(pod_list)
     unplaceable: Counter[str] = Counter()
+    too_large: Counter[str] = Counter()
     hours: dict[str, float] = {}
     gpu_pods = [p for p in pods if p.num_gpu > 0]
     for p in gpu_pods:
@@ -189,11 +204,16 @@ def check_openb_types(node_list: str | Path, pod_list: str | Path) -> OpenbTypes
         hours[key] = hours.get(key, 0.0) + p.gpu_hours
         if p.accepted and not any(inv.gpus.get(t, 0) >= 1 for t in p.accepted):
             unplaceable[key] += 1
+            continue
+        types = p.accepted or set(inv.max_per_node)
+        if p.num_gpu > max((inv.max_per_node.get(t, 0) for t in types), default=0):
+            too_large[key] += 1
     return OpenbTypes(
         inventory=inv,
         pods=len(pods),
         gpu_pods=len(gpu_pods),
         any_type_pods=sum(1 for p in gpu_pods if not p.accepted),
         unplaceable=dict(sorted(unplaceable.items())),
+        too_large=dict(sorted(too_large.items())),
         gpu_hours=dict(sorted(hours.items())),
     )
