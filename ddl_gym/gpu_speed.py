@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import itertools
+import json
 import math
 import re
 import statistics
@@ -37,13 +38,18 @@ __all__ = [
     "GAVEL_FLAT",
     "CvResult",
     "CvRow",
+    "GAVEL_PHYSICAL",
     "SpeedModel",
     "cross_validate",
     "job_family",
+    "campaign_difference",
+    "read_gavel_json_single_gpu",
     "read_gavel_single_gpu",
 ]
 
 GAVEL_FLAT = "profiles/gavel/isolated_throughputs_flat.csv"
+# Gavel's second measuring campaign (same job types, 66 of the 78 1-GPU values differ)
+GAVEL_PHYSICAL = "profiles/gavel/physical_cluster_throughputs.json"
 
 # {(job type, catalogue type name): 1-GPU iterations per second}
 Throughputs = Mapping[tuple[str, str], float]
@@ -96,6 +102,62 @@ def read_gavel_single_gpu(path: str | Path) -> dict[tuple[str, str], float]:
                 out[((cells["job_type"] or "").strip(), GAVEL_NAMES[gpu])] = thr
     if not out:
         raise MeasuredTableError(path, "no 1-GPU one-server rows")
+    return out
+
+
+_KEY = re.compile(r"^\('(?P<job>[^']+)', (?P<gpus>\d+)\)$")
+
+
+def read_gavel_json_single_gpu(path: str | Path) -> dict[tuple[str, str], float]:
+    """1-GPU, one-server (consolidated) throughputs from one of Gavel's JSON
+    tables (``{worker_type: {"('<job>', <gpus>)": {"null": thr, ...}}}``);
+    zeros (not profiled) are left out. Rows are named by their key path."""
+    path = Path(path)
+    if not path.is_file():
+        raise MeasuredTableError(path, "file not found")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise MeasuredTableError(path, f"not valid JSON: {err}") from err
+    if not isinstance(data, dict):
+        raise MeasuredTableError(path, "top level must be an object {worker_type: {...}}")
+    out: dict[tuple[str, str], float] = {}
+    for worker in GAVEL_NAMES:
+        jobs = data.get(worker)
+        if not isinstance(jobs, dict):
+            raise MeasuredTableError(path, "missing or not an object", worker)
+        for key, entry in jobs.items():
+            m = _KEY.match(key)
+            if not m:
+                raise MeasuredTableError(path, "bad job key", f"{worker}/{key}", "key")
+            if m["gpus"] != "1":
+                continue
+            value = entry.get("null") if isinstance(entry, dict) else None
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise MeasuredTableError(
+                    path, f"not a throughput: {value!r}", f"{worker}/{key}", "null"
+                )
+            if value > 0:
+                out[(m["job"], GAVEL_NAMES[worker])] = float(value)
+    if not out:
+        raise MeasuredTableError(path, "no 1-GPU rows")
+    return out
+
+
+def campaign_difference(first: Throughputs, second: Throughputs) -> list[float]:
+    """Per job type and ordered type pair measured in both campaigns, how far
+    the second campaign's throughput ratio is from the first's
+    (``|r2 / r1 - 1|``): the floor no ratio model can beat."""
+    out = []
+    jobs = sorted({j for j, _ in first} & {j for j, _ in second})
+    types = sorted({t for _, t in first} & {t for _, t in second})
+    for j in jobs:
+        for a, b in itertools.permutations(types, 2):
+            keys = ((j, a), (j, b))
+            if all(k in first and k in second for k in keys):
+                r1 = first[(j, b)] / first[(j, a)]
+                r2 = second[(j, b)] / second[(j, a)]
+                out.append(abs(r2 / r1 - 1))
     return out
 
 

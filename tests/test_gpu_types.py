@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import csv
 import math
+import statistics
 from pathlib import Path
 
 import pytest
 
 from ddl_gym.gpu_speed import (
     GAVEL_FLAT,
+    GAVEL_PHYSICAL,
     SpeedModel,
+    campaign_difference,
     cross_validate,
     job_family,
     measured_speeds,
+    read_gavel_json_single_gpu,
     read_gavel_single_gpu,
 )
 from ddl_gym.gpu_types import CATALOGUE, OPENB_NAMES, datasheet_speed, get_gpu_type
@@ -263,6 +267,31 @@ def test_cross_validation_matches_the_docs(data_dir: Path) -> None:
     page = DOCS_PATH.read_text(encoding="utf-8")
     assert f"| one job | **{_pct(job.median_error)}** |" in page
     assert f"| one family | **{_pct(family.median_error)}** |" in page
+
+
+def test_second_campaign_matches_the_docs(data_dir: Path) -> None:
+    first = read_gavel_single_gpu(data_dir / GAVEL_FLAT)
+    # the JSON reader and the flattened table agree on the first campaign
+    assert read_gavel_json_single_gpu(data_dir / "profiles/gavel/simulation_throughputs.json") == (
+        first
+    )
+    phys = read_gavel_json_single_gpu(data_dir / GAVEL_PHYSICAL)
+    assert len(phys) == 77  # K80 ResNet-50 bs128 is 0 (not profiled) there
+    job = cross_validate(phys, "job")
+    assert job.median_error <= 0.10
+    floor = statistics.median(campaign_difference(first, phys))
+    assert 0 < floor < job.median_error
+    page = DOCS_PATH.read_text(encoding="utf-8")
+    assert f"median error of **{_pct(job.median_error)}** holding out one job" in page
+    assert f"differ by {_pct(floor)} (median)" in page
+
+
+def test_campaign_difference_by_hand() -> None:
+    second = dict(TINY)
+    second[("Other (batch size 64)", "V100-16GB")] = 3.0  # ratio 1 -> 1.5
+    diffs = sorted(campaign_difference(TINY, second))
+    # Net rows agree (4 pairs of 0); Other: |1.5 - 1| and |1/1.5 - 1|
+    assert diffs == pytest.approx([0, 0, 0, 0, 1 / 3, 0.5])
 
 
 def test_measured_speeds_match_the_catalogue(data_dir: Path) -> None:
