@@ -29,7 +29,7 @@ from typing import Any
 from ddl_gym.engine import WAIT, Action, EngineView, Job, Place, Preempt, Status
 from ddl_gym.perf import Level
 
-from .common import BasePolicy, TighterMoves, completed_now, size_level
+from .common import BasePolicy, TighterMoves, completed_now, may_tighten, size_level
 
 
 @dataclass
@@ -41,11 +41,25 @@ class GandivaPolicy(BasePolicy):
     # rescanning them at every completion and placement dominated):
     # ``_demands[server]``: GPU demand -> number of running jobs of that demand
     # on the server; ``_tracked``: the running jobs counted in it; ``_spread``:
-    # running jobs spread wider than their size needs, in start order (the
-    # engine's order of ``view.running``); stale entries are dropped lazily.
+    # running jobs spread wider than their size needs -> a number that grows
+    # with their start (the engine's order of ``view.running``).
     _demands: list[dict[int, int]] = field(default_factory=list, repr=False)
     _tracked: dict[int, Job] = field(default_factory=dict, repr=False)
-    _spread: dict[int, None] = field(default_factory=dict, repr=False)
+    _spread: dict[int, int] = field(default_factory=dict, repr=False)
+    _started: int = field(default=0, repr=False)
+    # Which spread jobs a migration pass must look at (the others cannot
+    # tighten: see ``_candidates``): per (GPUs, level), on each server (jobs
+    # of at most a server's GPUs) and rack (network-level jobs), the servers
+    # freed since the last pass that moved nobody, the jobs spread since,
+    # those that could tighten but did not (``_sticky``), and whether to
+    # look at all of them (after a rebuild).
+    _spread_by: dict[tuple[int, int], dict[int, None]] = field(default_factory=dict, repr=False)
+    _on_server: dict[int, set[int]] = field(default_factory=dict, repr=False)
+    _on_rack: dict[int, set[int]] = field(default_factory=dict, repr=False)
+    _freed: set[int] = field(default_factory=set, repr=False)
+    _fresh: set[int] = field(default_factory=set, repr=False)
+    _sticky: set[int] = field(default_factory=set, repr=False)
+    _full: bool = field(default=True, repr=False)
     _joining: list[int] = field(default_factory=list, repr=False)
     _leaving: list[int] = field(default_factory=list, repr=False)
     _synced_instant: int = field(default=-1, repr=False)
@@ -58,11 +72,21 @@ class GandivaPolicy(BasePolicy):
         self._moves.clear()
         self._demands = [{} for _ in range(view.cluster.num_servers)]
         self._tracked.clear()
-        self._spread.clear()
+        self._clear_spread()
         self._joining.clear()
         self._leaving.clear()
         self._synced_instant = -1
         self._servers.clear()
+
+    def _clear_spread(self) -> None:
+        self._spread.clear()
+        self._spread_by.clear()
+        self._on_server.clear()
+        self._on_rack.clear()
+        self._freed.clear()
+        self._fresh.clear()
+        self._sticky.clear()
+        self._full = True
 
     # -- incremental running state -------------------------------------------
     def _track(self, view: EngineView, job: Job) -> None:
@@ -71,16 +95,50 @@ class GandivaPolicy(BasePolicy):
             held = self._demands[server]
             held[job.gpus] = held.get(job.gpus, 0) + 1
         if job.level is not None and job.level > size_level(view.cluster, job.gpus):
-            self._spread.pop(job.index, None)
-            self._spread[job.index] = None  # at the end: started last
+            self._unspread(job)
+            index = job.index
+            self._started += 1
+            self._spread[index] = self._started  # started last
+            self._spread_by.setdefault((job.gpus, job.level), {})[index] = None
+            cluster = view.cluster
+            if job.gpus <= cluster.gpus_per_server:
+                for server, _ in job.placement:
+                    self._on_server.setdefault(server, set()).add(index)
+            if job.level == Level.NETWORK:
+                for rack in job.racks:
+                    self._on_rack.setdefault(rack, set()).add(index)
+            self._fresh.add(index)
+
+    def _unspread(self, job: Job) -> None:
+        """Drop ``job`` from the spread jobs' indexes (if it is there)."""
+        index = job.index
+        if self._spread.pop(index, None) is None:
+            return
+        group = self._spread_by[(job.gpus, job.level)]  # pyright: ignore[reportArgumentType]
+        del group[index]
+        if not group:
+            del self._spread_by[(job.gpus, job.level)]  # pyright: ignore[reportArgumentType]
+        for server in self._servers.get(index, ()):
+            on = self._on_server.get(server)
+            if on is not None:
+                on.discard(index)
+        for rack in job.racks:
+            on = self._on_rack.get(rack)
+            if on is not None:
+                on.discard(index)
+        self._fresh.discard(index)
+        self._sticky.discard(index)
 
     def _untrack(self, index: int) -> None:
         job = self._tracked.pop(index, None)
         if job is None:
             return
+        self._unspread(job)
         # the placement it was counted with: a stopped job's is cleared, so
         # count by the servers recorded at start
-        for server in self._servers.pop(index):
+        servers = self._servers.pop(index)
+        self._freed.update(servers)
+        for server in servers:
             held = self._demands[server]
             if held[job.gpus] == 1:
                 del held[job.gpus]
@@ -111,7 +169,7 @@ class GandivaPolicy(BasePolicy):
                 held.clear()
             self._tracked.clear()
             self._servers.clear()
-            self._spread.clear()
+            self._clear_spread()
             for job in view.running:
                 self._servers[job.index] = [server for server, _ in job.placement]
                 self._track(view, job)
@@ -123,17 +181,52 @@ class GandivaPolicy(BasePolicy):
             return action
         if not self.migrate or not completed_now(view):
             return None
-        # only a job spread wider than its size needs can move; ``_spread``
-        # holds exactly the running ones (in start order) plus stale entries
-        for index in list(self._spread):
-            job = self._tracked.get(index)
-            if job is None:
-                del self._spread[index]
-                continue
+        # only a job spread wider than its size needs can move, the first
+        # (in start order) that would get a tighter level
+        for index in self._candidates(view):
+            job = self._tracked[index]
             action = self._moves.start(view, job)
             if action is not None:
                 return action
+            if may_tighten(view, job):
+                self._sticky.add(index)  # it could, yet did not: ask again
+            else:
+                self._sticky.discard(index)
+        # nobody moves: from here on only what changes can make one move
+        self._freed.clear()
+        self._fresh.clear()
+        self._full = False
         return None
+
+    def _candidates(self, view: EngineView) -> list[int]:
+        """The spread jobs that may tighten now, in start order: a superset
+        of those ``may_tighten`` holds for. After a pass that moved nobody,
+        no spread job outside ``_sticky`` could tighten; since then free GPUs
+        grew only where jobs stopped (starts only take them), so a job can
+        have come to tighten only if it is new, on a freed server or rack,
+        or of a size the largest free server (rack, for a job across racks)
+        now holds: ``may_tighten``'s tests, each on what it reads."""
+        if self._full:
+            return sorted(self._spread, key=self._spread.__getitem__)
+        cands = self._sticky | self._fresh
+        S = view.cluster.servers_per_rack
+        for server in self._freed:
+            cands.update(self._on_server.get(server, ()))
+        for rack in {server // S for server in self._freed}:
+            cands.update(self._on_rack.get(rack, ()))
+        G = view.cluster.gpus_per_server
+        rack_gpus = view.cluster.gpus_per_rack
+        largest = view.largest_server_free()
+        top_rack = -1  # the most free GPUs in a rack, when first needed
+        for (gpus, level), members in self._spread_by.items():
+            if gpus <= G and largest >= gpus:
+                cands.update(members)
+            elif level == Level.NETWORK and gpus <= rack_gpus:
+                if top_rack < 0:
+                    top_rack = max(view.free_per_rack)
+                if top_rack >= gpus:
+                    cands.update(members)
+        return sorted(cands, key=self._spread.__getitem__)
 
     # -- affinity placement --------------------------------------------------
     def _tier(self, demands: list[dict[int, int]], job: Job, placement) -> int:
@@ -170,11 +263,16 @@ class GandivaPolicy(BasePolicy):
         # State is fixed during the pass, so placement and tier depend on the
         # demand alone: the first waiting job of a demand decides for all of
         # them (a later one ties on tier and loses on order). Skip the rest.
-        seen: set[int] = set()
-        for order, job in enumerate(pending):
-            if job.gpus > free or job.gpus in seen:
-                continue
-            seen.add(job.gpus)
+        # (the first job of each demand that fits the free count, in queue
+        # order: what a scan of the queue would look at, without the scan)
+        heads = []
+        for gpus in view.pending_demands():
+            if gpus <= free:
+                head = view.first_pending(gpus)
+                if head is not None:
+                    heads.append(head)
+        heads.sort(key=lambda job: (job.arrival, job.index))
+        for order, job in enumerate(heads):
             placement = view.placement_for(job, Level.NETWORK)
             if placement is None:
                 continue

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import heapq
 import math
-from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 
 import pandas as pd
@@ -40,6 +39,7 @@ from ddl_gym.engine.job import Job, Status
 from ddl_gym.engine.leases import LeaseSkipper
 from ddl_gym.engine.metrics import Result, build_result
 from ddl_gym.engine.packer import FreeIndex
+from ddl_gym.engine.pending import PendingQueue
 from ddl_gym.engine.perf_source import SlowdownSource, check_perf_source
 from ddl_gym.perf import Level, PerfModel, Shape, shape_of
 from ddl_gym.profiles import get_profile
@@ -195,8 +195,7 @@ class Engine:
         self._found: tuple[int, int, Level, tuple[tuple[int, int], ...]] | None = None
         # one-server shape and level per size (Shape is frozen: jobs share it)
         self._one_server_shapes: dict[int, tuple[Shape, Level]] = {}
-        self.pending: list[Job] = []  # ordered by (arrival, index)
-        self._pending_keys: list[tuple[float, int]] = []
+        self.pending = PendingQueue()  # ordered by (arrival, index)
         self.running: dict[int, Job] = {}
         self.n_done = 0
         self.background = self.congestion.at(self.now)
@@ -221,14 +220,16 @@ class Engine:
         self.series: list[tuple[float, int, int, int, float]] = []
         # (job index, server, GPUs, start, end) of every finished placement
         self.segments: list[tuple[int, int, int, float, float]] = []
-        # every arrival at once: one heapify, not a push each (the entries
-        # are totally ordered, so the events come in the same order)
-        heap = self._heap
-        for job in self.jobs:
-            self._seq += 1
-            heap.append((job.arrival, ARRIVAL, self._seq, job.index, 0))
-        heapq.heapify(heap)
-        self._compact_at = max(self._compact_at, 2 * len(heap))
+        # Arrivals are fed to the heap one at a time, in the order they pop
+        # (``_feed_arrival``): job i's entry is (arrival, ARRIVAL, i + 1, i, 0)
+        # as if all had been pushed first, and the next one is in the heap
+        # whenever any is left, so the heap's least entry is the least of all
+        # and the events come in the same order, from a heap of live events
+        # only (not one entry per job of the trace).
+        self._arrival_order = sorted(range(len(arrivals)), key=lambda i: (arrivals[i], i))
+        self._next_arrival = 0
+        self._seq = len(self.jobs)
+        self._feed_arrival()
         change = self.congestion.next_change(self.now)
         if change is not None:
             self._push(change, CONGESTION, -1)
@@ -239,6 +240,15 @@ class Engine:
         return self.n_done == len(self.jobs)
 
     # -- events ------------------------------------------------------------
+    def _feed_arrival(self) -> None:
+        """Push the next arrival's entry, if any is left (see ``reset``)."""
+        k = self._next_arrival
+        order = self._arrival_order
+        if k < len(order):
+            j = order[k]
+            self._next_arrival = k + 1
+            heapq.heappush(self._heap, (self.jobs[j].arrival, ARRIVAL, j + 1, j, 0))
+
     def _push(self, t: float, kind: int, job: int, version: int = 0) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (t, kind, self._seq, job, version))
@@ -351,6 +361,7 @@ class Engine:
                 job.queued_since = t
                 self._enqueue(job)
                 self.events_now.append(("arrival", j))
+                self._feed_arrival()
             elif kind == LEASE:
                 job = self.jobs[j]
                 if job.status == _RUNNING and version == job.lease_version:
@@ -448,20 +459,10 @@ class Engine:
 
     # -- queue -------------------------------------------------------------
     def _enqueue(self, job: Job) -> None:
-        key = (job.arrival, job.index)
-        if not self._pending_keys or key > self._pending_keys[-1]:
-            self._pending_keys.append(key)
-            self.pending.append(job)
-        else:
-            pos = bisect_left(self._pending_keys, key)
-            self._pending_keys.insert(pos, key)
-            self.pending.insert(pos, job)
+        self.pending.add(job)
 
     def _dequeue(self, job: Job) -> None:
-        # keys are unique and sorted: a bisection, not a scan of the queue
-        pos = bisect_left(self._pending_keys, (job.arrival, job.index))
-        del self.pending[pos]
-        del self._pending_keys[pos]
+        self.pending.remove(job)
 
     # -- progress and rates ------------------------------------------------
     def _settle(self, job: Job) -> None:
@@ -576,9 +577,25 @@ class Engine:
         background = self.background
         alpha = self._uplink_alpha
         share_of: dict[int, float] = {}  # busiest-uplink count -> bandwidth
+        now = self.now
+        skipper = self._skipper
+        finishing = self._finishing
         for j in sorted(affected):  # sorted: same event order on every run
             job = jobs[j]
-            self._settle(job)
+            # ``_settle`` inlined (the same float operations): at scale a
+            # start across racks re-rates hundreds of jobs
+            start = job.last_update
+            busy = job.busy_until
+            if busy > start:
+                upto = min(now, busy)
+                job.overhead_time += upto - start
+                start = upto
+            dt = now - start
+            if dt > 0:
+                job.progress = min(job.iterations, job.progress + job.rate * dt)
+                job.compute_time += dt * job.t_compute / job.t_iter
+                job.comm_time += dt * job.exposed / job.t_iter
+            job.last_update = now
             if not table:
                 # the uplink it gets now (as ``_uplink``, the share cached)
                 busiest = 1
@@ -594,7 +611,13 @@ class Engine:
                 if uplink is None or uplink[0] != bw or uplink[1] != alpha:
                     self._rate(job)
                     continue
-            self._renew(job)  # same iteration time
+            # same iteration time: ``_renew`` inlined
+            if skipper is not None:
+                skipper.rated(job)
+            busy = job.busy_until
+            finish = (now if now >= busy else busy) + (job.iterations - job.progress) / job.rate
+            if finish != job.finish or finishing[finish] != 1:
+                self._push_finish(job, finish)
 
     def _set_background(self, fraction: float) -> None:
         if fraction == self.background:

@@ -139,7 +139,13 @@ class FreeIndex:
       bucket at or above the job's size (lowest index among the tightest).
     * ``rack_desc[r]``: rack ``r``'s free counts sorted descending, rebuilt
       lazily after a change (``None`` until then); step 2 needs it for every
-      rack that holds enough GPUs.
+      rack it looks at.
+    * ``rack_by_free[f]``: the racks with exactly ``f`` free GPUs, ascending,
+      brought up to date lazily (``_sync_racks``, from the racks ``move``
+      touched). Step 2 looks at racks by increasing free count and stops at
+      the first that needs as few servers as any can (the job's size over
+      the largest free server, rounded up); step 3 takes racks by
+      decreasing free count. Neither scans every rack of a large cluster.
 
     The engine calls ``move`` whenever a server's free count changes; the
     lists ``free`` and ``rack_free`` stay the engine's own (shared, not copied).
@@ -156,6 +162,13 @@ class FreeIndex:
         for s, f in enumerate(free):
             self.by_free[f].append(s)
         self.rack_desc: list[list[int] | None] = [None] * len(rack_free)
+        self.rack_by_free: list[list[int]] = [
+            [] for _ in range(servers_per_rack * gpus_per_server + 1)
+        ]
+        for r, f in enumerate(rack_free):
+            self.rack_by_free[f].append(r)
+        self._rack_at = list(rack_free)  # each rack's bucket in ``rack_by_free``
+        self._dirty: list[int] = []  # racks ``move`` touched since the last sync
 
     def copy(self) -> FreeIndex:
         """An independent index over copies of ``free`` and ``rack_free`` (for
@@ -168,7 +181,29 @@ class FreeIndex:
         new.by_free = [list(b) for b in self.by_free]
         # the cached sorted lists are replaced on change, never edited: share them
         new.rack_desc = list(self.rack_desc)
+        self._sync_racks()
+        new.rack_by_free = [list(b) for b in self.rack_by_free]
+        new._rack_at = list(self._rack_at)
+        new._dirty = []
         return new
+
+    def _sync_racks(self) -> None:
+        """Move the racks touched since the last sync to their buckets."""
+        dirty = self._dirty
+        if not dirty:
+            return
+        rack_free = self.rack_free
+        at = self._rack_at
+        buckets = self.rack_by_free
+        for r in dirty:
+            f = rack_free[r]
+            old = at[r]
+            if f != old:
+                bucket = buckets[old]
+                del bucket[bisect_left(bucket, r)]
+                insort(buckets[f], r)
+                at[r] = f
+        dirty.clear()
 
     def largest(self) -> int:
         """The most free GPUs on any one server."""
@@ -206,7 +241,9 @@ class FreeIndex:
         bucket = self.by_free[old]
         del bucket[bisect_left(bucket, server)]
         insort(self.by_free[new], server)
-        self.rack_desc[server // self.S] = None
+        r = server // self.S
+        self.rack_desc[r] = None
+        self._dirty.append(r)  # (its rack count changes next, by the caller)
 
     def _servers_needed(self, r: int, gpus: int) -> int:
         """``_servers_needed`` of rack ``r``, from its cached sorted counts."""
@@ -232,19 +269,38 @@ class FreeIndex:
             return None
         S = self.S
         free = self.free
-        rack_free = self.rack_free
+        self._sync_racks()
+        buckets = self.rack_by_free
         best_rack = None
         best_key = None
-        for r, rf in enumerate(rack_free):
-            if rf < gpus:
-                continue
-            key = (self._servers_needed(r, gpus), rf - gpus, r)
-            if best_key is None or key < best_key:
-                best_rack, best_key = r, key
+        largest = self.largest()
+        if largest:
+            # no rack needs fewer servers than this (each gives <= largest)
+            fewest = -(-gpus // largest)
+            for f in range(gpus, len(buckets)):
+                for r in buckets[f]:
+                    key = (self._servers_needed(r, gpus), f - gpus, r)
+                    if best_key is None or key < best_key:
+                        best_rack, best_key = r, key
+                        if key[0] == fewest:
+                            break  # later racks: more free GPUs or a higher index
+                else:
+                    continue
+                break
         if best_rack is not None:
             return _fill(free, range(best_rack * S, (best_rack + 1) * S), gpus)
         if level == Level.RACK:
             return None
         # several racks: steps 1 and 2 failed above, so only
-        # ``find_placement``'s last step is left
-        return _fill_across_racks(free, rack_free, S, gpus)
+        # ``find_placement``'s last step is left (racks by free count, from
+        # the buckets rather than sorting every rack)
+        placement: list[tuple[int, int]] = []
+        need = gpus
+        for f in range(len(buckets) - 1, 0, -1):
+            for r in buckets[f]:
+                take = min(need, f)
+                placement.extend(_fill(free, range(r * S, (r + 1) * S), take))
+                need -= take
+                if need == 0:
+                    return placement
+        return None  # the cluster is short

@@ -9,7 +9,7 @@ instants can matter to the policy, ``LeaseHints``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from ddl_gym.engine.engine import Engine
 from ddl_gym.engine.hints import LeaseHints
@@ -60,6 +60,16 @@ class EngineView:
     def pending(self) -> Sequence[Job]:
         """Waiting jobs in arrival order (preempted jobs keep their place)."""
         return self._engine.pending
+
+    def pending_demands(self) -> Mapping[int, int]:
+        """GPU demand -> number of waiting jobs asking for it (kept by the
+        queue as jobs come and go: no scan of the queue)."""
+        return self._engine.pending.demands()
+
+    def first_pending(self, gpus: int) -> Job | None:
+        """The first waiting job (in ``pending``'s order) that asks for
+        ``gpus`` GPUs, or None (no scan of the queue)."""
+        return self._engine.pending.first(gpus)
 
     @property
     def running(self) -> Sequence[Job]:
@@ -129,11 +139,16 @@ class EngineView:
     # -- resources ---------------------------------------------------------
     @property
     def free_per_server(self) -> Sequence[int]:
-        return tuple(self._engine.free)
+        """Free GPUs per server: the engine's own list, live and not copied
+        (a copy per call cost O(servers) at every decision that looked):
+        read it, never write it; ``list(...)`` it to keep a snapshot past
+        the next action."""
+        return self._engine.free
 
     @property
     def free_per_rack(self) -> Sequence[int]:
-        return tuple(self._engine.rack_free)
+        """Free GPUs per rack: the engine's own list (as ``free_per_server``)."""
+        return self._engine.rack_free
 
     @property
     def total_free(self) -> int:
