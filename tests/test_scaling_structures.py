@@ -72,3 +72,27 @@ def test_pending_queue_matches_a_sorted_list_under_random_operations():
         # chunks stay sorted, non-empty and within twice the load
         assert all(0 < len(c) <= 6 for c in q._chunks)
         assert q._maxes == [keys[-1] for keys in q._keys]
+
+
+def test_free_index_matches_the_reference_packer_as_servers_change():
+    """``FreeIndex.find`` (racks bucketed by free count) gives exactly
+    ``find_placement``'s answer, on the engine's lists and on copies."""
+    from ddl_gym.engine.packer import FreeIndex, find_placement
+    from ddl_gym.perf import Level
+
+    rng = random.Random(3)
+    S, G, R = 4, 8, 9
+    free = [G] * (R * S)
+    rack_free = [S * G] * R
+    index = FreeIndex(free, rack_free, S, G)
+    for step in range(600):
+        server = rng.randrange(R * S)
+        new = rng.randrange(G + 1)
+        index.move(server, free[server], new)
+        rack_free[server // S] += new - free[server]
+        free[server] = new
+        target = index.copy() if step % 7 == 0 else index
+        for gpus in (1, 2, 3, 8, 12, 16, 33, 70):
+            for level in Level:
+                want = find_placement(list(free), list(rack_free), S, G, gpus, level)
+                assert target.find(gpus, level) == want, (step, gpus, level)
