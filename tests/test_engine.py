@@ -278,7 +278,7 @@ def test_invariants_on_every_real_trace(all_traces):
 
     for name, trace in all_traces.items():
         # the seed's traces on the seed's 64-GPU cluster, the others on 512 GPUs
-        cluster = "seed64" if name.startswith("sense") else C(8, 8, 8, "pcie_25gbe")
+        cluster = "seed64" if "/dally/" in name else C(8, 8, 8, "pcie_25gbe")
         engine = run_checked(trace, cluster, congestion="diurnal")
         assert engine.result().summary["completed"] == len(trace), name
 
