@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up (scripts/setup.sh dev) and run the whole test suite. Extra args go to pytest.
+# Set up (scripts/setup.sh dev) and run the whole test suite on every core
+# (pytest-xdist). Extra args go to pytest.
 #
 #   bash scripts/test.sh -q                      # with the data dir, if there is one
 #   bash scripts/test.sh --no-data -q [TESTS]    # as on a bare clone: no data dir
@@ -17,7 +18,9 @@ if [ "${1:-}" = --no-data ]; then
 fi
 bash scripts/setup.sh dev  # every extra: the tests cover Ray, Minari, rliable, Parquet
 set +e
-.venv/bin/python -m pytest "$@"
+# one worker per core (DDL_GYM_TEST_WORKERS=0: none), each test file on one
+# worker, so a module's fixtures are built once
+.venv/bin/python -m pytest -n "${DDL_GYM_TEST_WORKERS:-auto}" --dist loadfile "$@"
 code=$?
 set -e
 # pytest exits 5 when it collected no tests: not a failure here
