@@ -489,14 +489,62 @@ class Stragglers:
 
 
 @dataclass(frozen=True)
+class GpuKind:
+    """One GPU type of a typed cluster (see :class:`Cluster`).
+
+    Attributes:
+        name: a type of the catalogue (:mod:`ddl_gym.gpu_types`; openb and
+            Gavel spellings are accepted and stored as the catalogue's).
+        gpu_link: its servers' intra-server link (None: the fabric's
+            ``gpu_link``).
+        speed: training throughput relative to a V100, assumed for a type the
+            catalogue has no numbers for (openb's undisclosed G2 and G3); a
+            labelled assumption, used only where nothing is measured or in a
+            datasheet. None: the catalogue's and the measured tables' speeds.
+    """
+
+    name: str
+    gpu_link: Link | None = None
+    speed: float | None = None
+
+    def __post_init__(self) -> None:
+        from ddl_gym.gpu_types import get_gpu_type  # (data only: no import cycle)
+
+        try:
+            object.__setattr__(self, "name", get_gpu_type(self.name).name)
+        except KeyError as e:
+            raise ValueError(str(e.args[0])) from None
+        if self.speed is not None and not (self.speed > 0 and math.isfinite(self.speed)):
+            raise ValueError(f"GPU type {self.name}: speed must be positive, got {self.speed}")
+
+
+@dataclass(frozen=True)
 class Cluster:
-    """A homogeneous cluster: racks x servers x GPUs on a fabric."""
+    """Racks x servers x GPUs on a fabric, of one GPU type or several.
+
+    An untyped cluster (``gpu_kinds`` empty, the default) has one unnamed GPU
+    type: jobs run at their trace's iteration time (V100-referenced in the
+    catalogue) and every server holds ``gpus_per_server`` GPUs.
+
+    A typed cluster names its GPU types in ``gpu_kinds`` and the type of each
+    server (rack-major: server ``s`` is in rack ``s // servers_per_rack``) in
+    ``server_kind`` (indices into ``gpu_kinds``); racks may be uniform or
+    mixed. ``server_gpus`` (optional, typed or not) gives each server's GPU
+    count when they differ (each at most ``gpus_per_server``, the largest). A
+    job runs on one type unless ``mix_types`` is set; a mixed placement then
+    runs at its slowest member's speed over the slowest member's GPU link.
+    """
 
     racks: int
     servers_per_rack: int
     gpus_per_server: int
     fabric: Fabric = field(default_factory=lambda: FABRICS["seed"])
     stragglers: Stragglers = Stragglers()
+    gpu_kinds: tuple[GpuKind, ...] = ()
+    server_kind: tuple[int, ...] = ()
+    server_gpus: tuple[int, ...] = ()
+    mix_types: bool = False
+    description: str = ""
 
     def __post_init__(self) -> None:
         for name in ("racks", "servers_per_rack", "gpus_per_server"):
@@ -504,17 +552,91 @@ class Cluster:
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"cluster {name} must be a positive integer, got {value!r}")
         object.__setattr__(self, "fabric", get_fabric(self.fabric))
+        n = self.racks * self.servers_per_rack
+        kinds = tuple(k if isinstance(k, GpuKind) else GpuKind(k) for k in self.gpu_kinds)
+        object.__setattr__(self, "gpu_kinds", kinds)
+        object.__setattr__(self, "server_kind", tuple(self.server_kind))
+        object.__setattr__(self, "server_gpus", tuple(self.server_gpus))
+        if len({k.name for k in kinds}) != len(kinds):
+            raise ValueError(f"cluster gpu_kinds names a type twice: {[k.name for k in kinds]}")
+        if kinds:
+            if len(self.server_kind) != n:
+                raise ValueError(
+                    f"cluster server_kind must give each of the {n} servers a type, "
+                    f"got {len(self.server_kind)} entries"
+                )
+            for s, k in enumerate(self.server_kind):
+                if not (isinstance(k, int) and 0 <= k < len(kinds)):
+                    raise ValueError(
+                        f"cluster server_kind[{s}] must index gpu_kinds (0..{len(kinds) - 1}), "
+                        f"got {k!r}"
+                    )
+        elif self.server_kind:
+            raise ValueError("cluster server_kind given without gpu_kinds")
+        elif self.mix_types:
+            raise ValueError("cluster mix_types set on an untyped cluster (no gpu_kinds)")
+        if self.server_gpus:
+            if len(self.server_gpus) != n:
+                raise ValueError(
+                    f"cluster server_gpus must give each of the {n} servers a GPU count, "
+                    f"got {len(self.server_gpus)} entries"
+                )
+            for s, g in enumerate(self.server_gpus):
+                if not (isinstance(g, int) and 0 <= g <= self.gpus_per_server):
+                    raise ValueError(
+                        f"cluster server_gpus[{s}] must be an integer in "
+                        f"0..{self.gpus_per_server}, got {g!r}"
+                    )
+            if not any(self.server_gpus):
+                raise ValueError("cluster server_gpus holds no GPU")
+
+    @property
+    def typed(self) -> bool:
+        """Whether the cluster names GPU types (``gpu_kinds``)."""
+        return bool(self.gpu_kinds)
+
+    @property
+    def type_names(self) -> tuple[str, ...]:
+        """The GPU types' catalogue names, in ``gpu_kinds`` order."""
+        return tuple(k.name for k in self.gpu_kinds)
 
     @property
     def num_servers(self) -> int:
         return self.racks * self.servers_per_rack
 
+    def capacities(self) -> list[int]:
+        """GPUs of each server."""
+        if self.server_gpus:
+            return list(self.server_gpus)
+        return [self.gpus_per_server] * self.num_servers
+
+    def rack_capacities(self) -> list[int]:
+        """GPUs of each rack."""
+        if not self.server_gpus:
+            return [self.gpus_per_rack] * self.racks
+        S = self.servers_per_rack
+        return [sum(self.server_gpus[r * S : (r + 1) * S]) for r in range(self.racks)]
+
+    def type_capacities(self) -> list[int]:
+        """GPUs of each type, in ``gpu_kinds`` order ([num_gpus] untyped)."""
+        if not self.gpu_kinds:
+            return [self.num_gpus]
+        out = [0] * len(self.gpu_kinds)
+        for k, g in zip(self.server_kind, self.capacities(), strict=True):
+            out[k] += g
+        return out
+
     @property
     def num_gpus(self) -> int:
+        if self.server_gpus:
+            return sum(self.server_gpus)
         return self.num_servers * self.gpus_per_server
 
     @property
     def gpus_per_rack(self) -> int:
+        """GPUs a full rack holds (the largest rack's when servers differ)."""
+        if self.server_gpus:
+            return max(self.rack_capacities())
         return self.servers_per_rack * self.gpus_per_server
 
     @property
@@ -530,10 +652,22 @@ class Cluster:
         return replace(self, fabric=get_fabric(fabric))
 
     def describe(self) -> str:
-        return (
-            f"{self.racks} racks x {self.servers_per_rack} servers x "
-            f"{self.gpus_per_server} GPUs = {self.num_gpus} GPUs, fabric {self.fabric.name}"
+        per_server = (
+            f"up to {self.gpus_per_server}" if self.server_gpus else str(self.gpus_per_server)
         )
+        text = (
+            f"{self.racks} racks x {self.servers_per_rack} servers x "
+            f"{per_server} GPUs = {self.num_gpus} GPUs, fabric {self.fabric.name}"
+        )
+        if self.gpu_kinds:
+            counts = ", ".join(
+                f"{g} {name}"
+                for name, g in zip(self.type_names, self.type_capacities(), strict=True)
+            )
+            text += f"; GPU types: {counts}" + (
+                "; mixed placements allowed" if self.mix_types else ""
+            )
+        return text
 
 
 CLUSTERS: dict[str, Cluster] = {

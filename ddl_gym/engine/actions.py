@@ -23,6 +23,9 @@ class Place:
 
     job: int
     level: Level = Level.NETWORK
+    # typed clusters: the GPU type to run on, an index into
+    # ``cluster.gpu_kinds`` (None: the tightest over the job's accepted types)
+    gpu_type: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

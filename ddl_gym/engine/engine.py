@@ -41,6 +41,7 @@ from ddl_gym.engine.metrics import Result, build_result
 from ddl_gym.engine.packer import FreeIndex
 from ddl_gym.engine.pending import PendingQueue
 from ddl_gym.engine.perf_source import SlowdownSource, check_perf_source
+from ddl_gym.engine.typed import TypePools
 from ddl_gym.perf import Level, PerfModel, Shape, shape_of
 from ddl_gym.profiles import get_profile
 from ddl_gym.topology import Cluster, Congestion, get_cluster, get_congestion
@@ -120,6 +121,10 @@ class Engine:
             counts, not GPUs).
         contention: cross-rack jobs share rack uplinks (False: each job
             sees a whole uplink, as in the seed's model).
+
+    On a typed cluster (``Cluster.gpu_kinds``) jobs run on the GPU types
+    they accept, at each type's speed (``engine/typed.py``); ``Place`` may
+    name the type. An untyped cluster ignores the trace's ``gpu_types``.
     """
 
     def __init__(
@@ -160,6 +165,14 @@ class Engine:
         jobs = self.trace.jobs
         for model in set(jobs["model"]):
             get_profile(model)  # unknown models fail here, before the run
+        self.types: TypePools | None = None
+        if self.cluster.typed:
+            if self.slowdown_source is not None:
+                raise ValueError(
+                    "a per-placement slowdown table (perf_source) knows no GPU types: "
+                    "use the closed form on a typed cluster"
+                )
+            self.types = TypePools(self.cluster, self.perf, self.trace)
         # plain lists: the hot loop stays free of pandas
         self._columns = (
             _strings(jobs["job_id"]),
@@ -181,8 +194,12 @@ class Engine:
                 for i in range(len(ids))
             ]
         self.now = min(arrivals) if arrivals else 0.0
-        self.free = [c.gpus_per_server] * c.num_servers
-        self.rack_free = [c.gpus_per_rack] * c.racks
+        self.free = c.capacities()
+        self.rack_free = c.rack_capacities()
+        types = self.types
+        if types is not None:
+            types.setup_jobs(self.jobs)
+            types.reset(self.free)
         self.total_free = c.num_gpus
         # the packer's index over ``free``/``rack_free`` (kept in step by _start/_stop)
         self.free_index = FreeIndex(
@@ -476,26 +493,29 @@ class Engine:
         dt = now - start
         if dt > 0:
             job.progress = min(job.iterations, job.progress + job.rate * dt)
-            job.compute_time += dt * job.t_compute / job.t_iter
+            # (x * 1.0 is x: untyped runs keep every bit)
+            job.compute_time += dt * job.t_compute * job.tfac / job.t_iter
             job.comm_time += dt * job.exposed / job.t_iter
         job.last_update = now
 
     def _rate(self, job: Job) -> None:
         """Recompute a running job's iteration time and its completion event."""
         shape: Shape = job.shape  # pyright: ignore[reportAssignmentType]  (running: has a shape)
+        perf = job.perf or self.perf  # (typed clusters: the GPU link of its type)
+        t_compute = job.t_compute * job.tfac  # (its time on its GPU type; x 1.0 untyped)
         if self.slowdown_source is not None:
             ar = 0.0  # unused: the table gives the slowdown directly
         elif shape.r > 1:
             job.uplink = bw, alpha = self._uplink(job)
-            ar = self.perf.allreduce_time(job.model, shape, bw, alpha)
+            ar = perf.allreduce_time(job.model, shape, bw, alpha)
         else:
-            ar = self.perf.allreduce_time(job.model, shape)
+            ar = perf.allreduce_time(job.model, shape)
         if self.slowdown_source is not None:
-            exposed = job.t_compute * (self._table_slowdown(job) - 1.0)
+            exposed = t_compute * (self._table_slowdown(job) - 1.0)
         else:
-            exposed = self.perf.exposed_comm(job.model, job.t_compute, ar)
+            exposed = perf.exposed_comm(job.model, t_compute, ar)
         job.exposed = exposed
-        job.t_iter = job.t_compute * job.straggle + exposed
+        job.t_iter = t_compute * job.straggle + exposed
         job.rate = job.gpus / job.t_iter
         self._renew(job)
 
@@ -593,7 +613,7 @@ class Engine:
             dt = now - start
             if dt > 0:
                 job.progress = min(job.iterations, job.progress + job.rate * dt)
-                job.compute_time += dt * job.t_compute / job.t_iter
+                job.compute_time += dt * job.t_compute * job.tfac / job.t_iter
                 job.comm_time += dt * job.exposed / job.t_iter
             job.last_update = now
             if not table:
@@ -634,18 +654,30 @@ class Engine:
                 self._rate(job)
 
     # -- actions -----------------------------------------------------------
-    def placement_for(self, job: Job, level: Level) -> list[tuple[int, int]] | None:
+    def placement_for(
+        self, job: Job, level: Level, gpu_type: int | None = None
+    ) -> list[tuple[int, int]] | None:
+        """The placement ``place`` would give ``job`` within ``level`` (on GPU
+        type ``gpu_type``, an index into ``cluster.gpu_kinds``; None: the
+        engine's choice), or None."""
         if job.gpus > self.total_free:
             return None
-        placement = self.free_index.find(job.gpus, level)
-        if placement is not None:
-            # a policy places what it just looked up: ``place`` takes it from
-            # here while no GPU moved (a copy: the caller owns the list)
-            self._found = (self._moves, job.gpus, level, tuple(placement))
-        return placement
+        types = self.types
+        if types is None:
+            if gpu_type is not None:
+                raise ValueError(f"gpu_type {gpu_type!r} given on an untyped cluster")
+            placement = self.free_index.find(job.gpus, level)
+            if placement is not None:
+                # a policy places what it just looked up: ``place`` takes it from
+                # here while no GPU moved (a copy: the caller owns the list)
+                self._found = (self._moves, job.gpus, level, tuple(placement))
+            return placement
+        if gpu_type is not None and types.why_not_kind(job, gpu_type) is not None:
+            return None
+        return types.find(job, level, gpu_type, self.free_index)
 
     def _why_not_place(
-        self, index: int, level
+        self, index: int, level, gpu_type: int | None = None
     ) -> tuple[str | None, Sequence[tuple[int, int]] | None]:
         """(reason it is invalid or None, the placement it would get): one
         of the two is None."""
@@ -659,6 +691,22 @@ class Engine:
                 level = Level(level)
             except ValueError:
                 return f"unknown level {level!r}", None
+        types = self.types
+        if types is not None:
+            if gpu_type is not None:
+                reason = types.why_not_kind(job, gpu_type)
+                if reason is not None:
+                    return reason, None
+            placement = self.placement_for(job, level, gpu_type)
+            if placement is None:
+                on = f" on {types.names[gpu_type]}" if gpu_type is not None else ""
+                return (
+                    f"no free placement for job {job.job_id} ({job.gpus} GPUs){on} within "
+                    f"one {level.name.lower()}"
+                ), None
+            return None, placement
+        if gpu_type is not None:
+            return f"gpu_type {gpu_type!r} given on an untyped cluster", None
         found = self._found
         if (
             found is not None
@@ -688,7 +736,7 @@ class Engine:
         if isinstance(action, Wait):
             return None
         if isinstance(action, Place):
-            return self._why_not_place(action.job, action.level)[0]
+            return self._why_not_place(action.job, action.level, action.gpu_type)[0]
         if isinstance(action, Preempt):
             return self._why_not_preempt(action.job)
         return f"not an action: {action!r}"
@@ -701,15 +749,19 @@ class Engine:
         if isinstance(action, Wait):
             self.advance()
         elif isinstance(action, Place):
-            self.place(action.job, action.level)
+            self.place(action.job, action.level, action.gpu_type)
         elif isinstance(action, Preempt):
             self.preempt(action.job)
         else:
             raise InvalidAction(f"not an action: {action!r}")
 
-    def place(self, index: int, level: Level = Level.NETWORK) -> tuple[tuple[int, int], ...]:
-        """Start pending job ``index`` within ``level``; returns its placement."""
-        reason, placement = self._why_not_place(index, level)
+    def place(
+        self, index: int, level: Level = Level.NETWORK, gpu_type: int | None = None
+    ) -> tuple[tuple[int, int], ...]:
+        """Start pending job ``index`` within ``level`` (on GPU type index
+        ``gpu_type`` of a typed cluster; None: the engine's choice); returns
+        its placement."""
+        reason, placement = self._why_not_place(index, level, gpu_type)
         if placement is None:  # (exactly when there is a reason)
             raise InvalidAction(reason)
         job = self.jobs[index]
@@ -722,8 +774,11 @@ class Engine:
         S = c.servers_per_rack
         free = self.free
         move = self.free_index.move
+        types = self.types
         for server, g in placement:
             move(server, free[server], free[server] - g)
+            if types is not None:
+                types.moved(server, free[server], free[server] - g)
             free[server] -= g
             self.rack_free[server // S] -= g
         self._moves += 1
@@ -753,6 +808,8 @@ class Engine:
         job.busy_until = now + job.restore_debt
         job.restore_debt = 0.0
         job.starts_per_level[level] += 1
+        if types is not None:
+            types.started(job, placement)
         stragglers = c.stragglers
         if stragglers.enabled:
             job.straggle = stragglers.gang_factor(job.gpus, job.index, sum(job.starts_per_level))
@@ -774,13 +831,18 @@ class Engine:
         S = self.cluster.servers_per_rack
         free = self.free
         move = self.free_index.move
+        types = self.types
         for server, g in job.placement:
             move(server, free[server], free[server] + g)
+            if types is not None:
+                types.moved(server, free[server], free[server] + g)
             free[server] += g
             self.rack_free[server // S] += g
         self._moves += 1
         self.total_free += job.gpus
         held = self.now - job.started_at
+        if types is not None:
+            types.stopped(job, held)
         if self.record_placements:
             for server, g in job.placement:
                 self.segments.append((job.index, server, g, job.started_at, self.now))
@@ -854,7 +916,7 @@ class Engine:
                 busy = job.busy_until
                 dt = now - (busy if busy > last else last)
                 if dt > 0:
-                    compute += dt * job.t_compute / job.t_iter
+                    compute += dt * job.t_compute * job.tfac / job.t_iter
                     comm += dt * job.exposed / job.t_iter
             busy = compute + comm
             out.append(compute / busy if busy > 0 else 0.0)

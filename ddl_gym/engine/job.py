@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from ddl_gym.perf import Level, Shape
+from ddl_gym.perf import Level, PerfModel, Shape
 
 
 class Status(IntEnum):
@@ -51,6 +51,11 @@ class Job:
         "started_at",
         "version",
         "lease_version",
+        # GPU types (typed clusters; ``engine/typed.py``)
+        "accepts",
+        "kind",
+        "tfac",
+        "perf",
         # accounting
         "first_start",
         "end",
@@ -103,6 +108,13 @@ class Job:
         self.started_at = 0.0
         self.version = 0
         self.lease_version = 0
+        # typed clusters: the type indices it accepts, the type it runs on
+        # (-1: none or several), its compute-time factor there (1 untyped)
+        # and the perf model of its placement (None: the engine's)
+        self.accepts: tuple[int, ...] = ()
+        self.kind = -1
+        self.tfac = 1.0
+        self.perf: PerfModel | None = None
         self.first_start = _NAN
         self.end = _NAN
         self.queued_time = 0.0

@@ -178,12 +178,40 @@ class EngineView:
         counts on it and ``find`` answers as the engine's packer would."""
         return self._engine.free_index.copy()
 
-    def can_place(self, job: Job, level: Level) -> bool:
-        return job.status == Status.PENDING and self._engine.placement_for(job, level) is not None
+    def can_place(self, job: Job, level: Level, gpu_type: int | None = None) -> bool:
+        return (
+            job.status == Status.PENDING
+            and self._engine.placement_for(job, level, gpu_type) is not None
+        )
 
-    def placement_for(self, job: Job, level: Level) -> list[tuple[int, int]] | None:
-        """The placement ``Place(job, level)`` would get now (or None)."""
-        return self._engine.placement_for(job, level)
+    def placement_for(
+        self, job: Job, level: Level, gpu_type: int | None = None
+    ) -> list[tuple[int, int]] | None:
+        """The placement ``Place(job, level, gpu_type)`` would get now (or None)."""
+        return self._engine.placement_for(job, level, gpu_type)
+
+    # -- GPU types (typed clusters) ----------------------------------------
+    @property
+    def gpu_types(self) -> tuple[str, ...]:
+        """The cluster's GPU types (catalogue names; ``Place.gpu_type``
+        indexes them); empty on an untyped cluster."""
+        return self._engine.cluster.type_names
+
+    @property
+    def free_per_type(self) -> Sequence[int]:
+        """Free GPUs per GPU type (live, read-only; ``[total_free]`` untyped)."""
+        types = self._engine.types
+        return [self._engine.total_free] if types is None else types.type_free
+
+    def accepted_types(self, job: Job) -> tuple[int, ...]:
+        """The type indices ``job`` may run on (empty on an untyped cluster)."""
+        return job.accepts
+
+    def type_speed(self, job: Job, gpu_type: int) -> float:
+        """``job``'s compute speed on type ``gpu_type`` relative to a V100
+        (its trace time is the V100 time); 1.0 on an untyped cluster."""
+        types = self._engine.types
+        return 1.0 if types is None else 1.0 / types.factor[job.model][gpu_type]
 
     def predicted_slowdown(self, job: Job, level: Level) -> float | None:
         """Model prediction of ``t_iter / t_compute`` at the tightest shape of

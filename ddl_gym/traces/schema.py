@@ -40,7 +40,11 @@ SCHEMA_COLUMNS: tuple[str, ...] = (
     "iterations",
     "iter_time_s",
 )
-OPTIONAL_COLUMNS: tuple[str, ...] = ("duration_s", "user", "vc")
+# ``gpu_types``: the GPU types a job accepts on a typed cluster, catalogue
+# names (ddl_gym.gpu_types; openb and Gavel spellings too) joined by ``|``,
+# empty for any; ``gpu_mem_gib``: GPU memory a job needs per GPU (empty:
+# unknown). Untyped clusters ignore both.
+OPTIONAL_COLUMNS: tuple[str, ...] = ("duration_s", "user", "vc", "gpu_types", "gpu_mem_gib")
 
 # Fallback copy of the catalogue's names, used only for validation while
 # ddl_gym.profiles is not importable; the catalogue's MODEL_NAMES wins.
@@ -518,9 +522,20 @@ def validate_rows(
             out[col] = parse_text(
                 df[col], source=source, rows=r, field_name=fname[col], allow_empty=True
             )
+    if "gpu_types" in df.columns:
+        out["gpu_types"] = _gpu_types(df["gpu_types"], source, r, fname["gpu_types"])
+    if "gpu_mem_gib" in df.columns:
+        out["gpu_mem_gib"] = parse_numeric(
+            df["gpu_mem_gib"],
+            source=source,
+            rows=r,
+            field_name=fname["gpu_mem_gib"],
+            positive=True,
+            allow_empty=True,
+        )
 
     jobs = pd.DataFrame(out)
-    for col in ("job_id", "model", "user", "vc"):
+    for col in ("job_id", "model", "user", "vc", "gpu_types"):
         if col in jobs.columns:
             jobs[col] = jobs[col].astype(str)
     arrival = jobs["arrival_s"].to_numpy()
@@ -537,6 +552,29 @@ def validate_rows(
         jobs = jobs.iloc[order]
         r = r[order]
     return jobs.reset_index(drop=True), r
+
+
+def _gpu_types(column: pd.Series, source: str, rows: np.ndarray, field_name: str) -> list[str]:
+    """The ``gpu_types`` cells, each checked against the GPU-type catalogue
+    and written in catalogue names, sorted and ``|``-joined ('' for any)."""
+    from ddl_gym.gpu_types import get_gpu_type  # (data only)
+
+    out: list[str] = []
+    for i, cell in enumerate(column.tolist()):
+        text = "" if cell is None or (isinstance(cell, float) and cell != cell) else str(cell)
+        names = set()
+        for part in text.split("|"):
+            part = part.strip()
+            if not part:
+                continue
+            try:
+                names.add(get_gpu_type(part).name)
+            except KeyError as e:
+                raise TraceError(
+                    f"{where(source, int(rows[i]), field_name)}: {e.args[0]}"
+                ) from None
+        out.append("|".join(sorted(names)))
+    return out
 
 
 def _empty_reason(dropped: Mapping[str, int] | None) -> str:
