@@ -105,6 +105,8 @@ class BenchEnv(SetClusterEnv):
       ``preempt_budget``, ``tick_s`` (1800), ``lease_s``, ``restore_s_per_gpu``,
       ``reward``, ``reward_scale``, ``time_scale_s``, ``queue_order``,
       ``render_mode``, ``strict``: as ``SetClusterEnv`` / ``ClusterEnv``.
+    * ``typed``: the typed layout (``SetClusterEnv``); default: whether any
+      selected case's cluster has GPU types (every episode then has it).
       ``trace``, ``cluster``, ``fabric`` and ``congestion`` are the case's
       and cannot be given.
 
@@ -171,6 +173,8 @@ class BenchEnv(SetClusterEnv):
             if suite_pins_inputs(suite):  # a v3-style suite: its inputs' SHA-256 pinned
                 check_inputs(case, actual_inputs(case), suite)
         first = chosen[0]
+        # the typed layout when any case is typed (a typed agent acts on untyped cases too)
+        kwargs.setdefault("typed", any(case.cluster().typed for case in chosen))
         super().__init__(
             trace=_probe_trace(), cluster=first.cluster(), congestion=first.congestion, **kwargs
         )

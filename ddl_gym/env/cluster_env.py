@@ -41,8 +41,10 @@ from ddl_gym.env.observation import (
     RUNNING_FIELDS,
     ObsBuilder,
     ObsConfig,
+    typed_keys,
 )
 from ddl_gym.env.sources import EpisodeSource
+from ddl_gym.env.typed_obs import MAX_TYPES, check_type_count
 from ddl_gym.topology import Cluster, Congestion, get_cluster, get_congestion
 
 REWARDS = ("jct", "makespan", "comm", "slowdown")
@@ -76,6 +78,25 @@ class ClusterEnv(gym.Env):
       GPU at its next start). A job that started at this very instant cannot
       be preempted at it (that would only pay the checkpoint, and would let a
       policy loop place / preempt without time passing).
+
+    **GPU types** (a typed cluster, ``Cluster.gpu_kinds``; see ``typed``).
+    The typed layout has ``Discrete(1 + 3K + M + 3TK)``, ``T = MAX_TYPES = 4``
+    type slots (``ddl_gym.env.typed_obs``; the cluster's types in
+    ``gpu_kinds`` order; more types is an error naming the limit):
+
+    * ``1 + 3K + M + 3(kT + t) + l``: ``Place`` the k-th pending job at level
+      ``l`` on GPU type slot ``t`` (``Place(job, level, gpu_type=t)``);
+    * ``1 + 3k + l`` stays the engine's choice of type (``gpu_type=None``:
+      the tightest level over the job's accepted types, ties to the type
+      listed first), so a type-blind policy acts unchanged.
+
+    The mask refuses a type the job does not accept (its trace's
+    ``gpu_types``, and ``gpu_mem_gib`` against the type's memory), an empty
+    type slot, and a type with no free placement at that level. Whatever the
+    layout, the mask of ``1 + 3k + l`` on a typed cluster follows the job's
+    accepted types and each type's own free GPUs, so it equals the engine's
+    check. On an untyped cluster (the default ``typed=None``) nothing of this
+    exists: spaces, observations and results are as before.
 
     ``action_masks()`` (sb3-contrib's convention, reachable through wrappers
     with ``get_wrapper_attr`` and through vector envs with ``call`` /
@@ -139,6 +160,27 @@ class ClusterEnv(gym.Env):
       ``time_of_day``; ``max_server_free`` and ``max_rack_free`` (largest
       holes); ``lease_expired`` (any lease expired now).
 
+    In the typed layout three more keys (``ddl_gym.env.typed_obs``'s fields;
+    ``T = MAX_TYPES`` slots, unused slots zeros):
+
+    * ``pending_types`` (K, T, 4), per pending row and type slot: ``speed``
+      (the job's predicted compute speed on the type, ``view.type_speed``, /
+      its speed on its best accepted type; 0 for a type it does not accept),
+      ``feasible_machine|rack|network`` (the typed place actions' mask).
+    * ``running_types`` (M, 6): ``speed`` on the type it runs on (same
+      normalisation), ``mixed`` (a placement over several types, only with
+      ``mix_types``), ``on_type_0..3`` (one-hot of its type).
+    * ``types`` (T, 4), per type slot: ``present``, ``free`` (fraction of
+      the type's GPUs free), ``share`` (its GPUs / the cluster's),
+      ``max_server_free`` (largest free block on one of its servers / GPUs
+      per server).
+
+    On a typed cluster the base fields keep their meaning, with two
+    precisions: ``slowdown`` (running) is ``t_iter`` over the job's compute
+    time on its own type (communication only; the type's speed is in
+    ``running_types``), and the pending ``slowdown_*`` are predicted at the
+    trace's (V100-referenced) compute time.
+
     ``wrappers.FlattenClusterObs`` flattens it for MLP policies.
     ``set_env.SetClusterEnv`` is this env with a size-free observation (a
     padded set of candidate jobs whose shape does not depend on the cluster),
@@ -170,7 +212,8 @@ class ClusterEnv(gym.Env):
     Terminated when every job is done. Truncated after ``max_steps`` steps or
     ``max_time_s`` simulated seconds. The final ``info`` carries
     ``"summary"``: the engine's ``Result.summary`` (makespan, JCT percentiles,
-    queueing, communication, utilisation, preemptions, allocations per level).
+    queueing, communication, utilisation, preemptions, allocations per level;
+    on a typed cluster also ``gpu_h_<type>``, the GPU-hours each type gave).
 
     ## Arguments
 
@@ -198,6 +241,11 @@ class ClusterEnv(gym.Env):
     * ``clairvoyant``: whether remaining work is observable.
     * ``strict``: an invalid action raises ``ValueError`` instead of being a
       no-op with ``info["invalid"]``.
+    * ``typed``: the typed layout (typed keys and place actions, above).
+      ``None`` (default): whether the cluster has GPU types. ``True`` on an
+      untyped cluster shows it as one type in slot 0 (speed 1), so one
+      typed agent acts on both; ``False`` on a typed cluster gives the
+      untyped layout (a type-blind agent; masks still follow the types).
 
     Every argument is checked here, in the constructor (so ``gym.make``
     fails, not the first ``reset()``): unknown names, out-of-range numbers,
@@ -228,6 +276,7 @@ class ClusterEnv(gym.Env):
         clairvoyant: bool = False,
         render_mode: str | None = None,
         strict: bool = False,
+        typed: bool | None = None,
     ) -> None:
         congestion = get_congestion(congestion)  # unknown name / fraction outside [0, 1)
         for name, value in (
@@ -262,6 +311,10 @@ class ClusterEnv(gym.Env):
             )
         self.render_mode = render_mode
         self.cluster = get_cluster(cluster, fabric)
+        # the typed layout (typed keys, typed place actions): typed clusters by default
+        self.typed = self.cluster.typed if typed is None else bool(typed)
+        if self.typed:
+            check_type_count(self.cluster)  # more types than MAX_TYPES slots: error
         self.K, self.M = int(K), int(M)
         self.reward_kind = reward
         self.reward_scale = float(reward_scale)
@@ -287,9 +340,10 @@ class ClusterEnv(gym.Env):
             horizon_s=float(max_time_s) if max_time_s else 86400.0,
             clairvoyant=clairvoyant,
             queue_order=queue_order,
+            typed=self.typed,
         )
         self._source = EpisodeSource(trace, self.cluster, self._engine_kwargs, window_s)
-        self._codec = ActionCodec(self.K, self.M)
+        self._codec = ActionCodec(self.K, self.M, MAX_TYPES if self.typed else 0)
 
         c = self.cluster
         self.action_space = spaces.Discrete(self._codec.n)
@@ -297,15 +351,16 @@ class ClusterEnv(gym.Env):
         def box(*shape: int) -> spaces.Box:
             return spaces.Box(0.0, 1.0, shape=shape, dtype=np.float32)
 
-        self.observation_space = spaces.Dict(
-            {
-                "servers": box(c.num_servers),
-                "racks": box(c.racks, len(RACK_FIELDS)),
-                "pending": box(self.K, len(PENDING_FIELDS)),
-                "running": box(self.M, len(RUNNING_FIELDS)),
-                "global": box(len(GLOBAL_FIELDS)),
-            }
-        )
+        keys: dict[str, spaces.Space] = {
+            "servers": box(c.num_servers),
+            "racks": box(c.racks, len(RACK_FIELDS)),
+            "pending": box(self.K, len(PENDING_FIELDS)),
+            "running": box(self.M, len(RUNNING_FIELDS)),
+            "global": box(len(GLOBAL_FIELDS)),
+        }
+        if self.typed:
+            keys.update({key: box(*shape) for key, shape in typed_keys(self.K, self.M)})
+        self.observation_space = spaces.Dict(keys)
         self.engine: Engine | None = None
         self._obs: ObsBuilder | None = None
         self._view: EngineView | None = None

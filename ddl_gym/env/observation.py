@@ -14,6 +14,9 @@ feasibility from free-GPU counts alone:
 
 These are exactly the conditions under which ``ddl_gym.engine.packer`` finds a
 placement, so the mask equals ``Engine.check`` without building placements.
+On a typed cluster the same conditions hold per GPU type, on each type's own
+free counts (``typed_obs.TypeFeasibility``); the typed layout adds the typed
+keys and place actions of ``typed_obs``.
 
 Every value is squashed into [0, 1]: counts ``n`` as ``n / (n + c)``, times
 ``t`` as ``t / (t + T)`` with the env's time scale ``T``, slowdowns ``s >= 1``
@@ -31,6 +34,14 @@ from typing import Any
 import numpy as np
 
 from ddl_gym.engine import Engine, Job
+from ddl_gym.env.typed_obs import (
+    MAX_TYPES,
+    TYPE_GLOBAL_FIELDS,
+    TYPE_PENDING_FIELDS,
+    TYPE_RUNNING_FIELDS,
+    TypeFeasibility,
+    TypeFeatures,
+)
 from ddl_gym.perf import Level
 from ddl_gym.profiles import bucket_sizes, get_profile
 from ddl_gym.topology import Fabric
@@ -109,6 +120,7 @@ class ObsConfig:
     horizon_s: float
     clairvoyant: bool
     queue_order: str
+    typed: bool = False  # the typed layout: typed keys and place actions (typed_obs)
 
 
 def _model_features(model: str, fabric: Fabric) -> tuple[float, float, float]:
@@ -172,8 +184,12 @@ class ObsBuilder:
         self.cfg = cfg
         c = engine.cluster
         self.G = c.gpus_per_server
-        self.n_actions = 1 + 3 * cfg.K + cfg.M
+        T = MAX_TYPES if cfg.typed else 0
+        self.n_actions = 1 + 3 * cfg.K + cfg.M + 3 * T * cfg.K
         self.start = engine.now
+        # per-type feasibility: typed engines (the mask) and the typed layout
+        self._feas = TypeFeasibility(engine) if engine.types is not None or cfg.typed else None
+        self._typed = TypeFeatures(engine, self._feas) if cfg.typed and self._feas else None
         jobs = engine.jobs
         log_n = math.log1p(c.num_gpus)
         # Static parts of every job's rows, computed once per engine; rows
@@ -206,13 +222,16 @@ class ObsBuilder:
         # one flat buffer per step, cut into the Dict's arrays (views)
         self._layout: list[tuple[str, int, int, tuple[int, ...]]] = []
         at = 0
-        for key, shape in (
+        keys: list[tuple[str, tuple[int, ...]]] = [
             ("servers", (c.num_servers,)),
             ("racks", (c.racks, len(RACK_FIELDS))),
             ("pending", (cfg.K, len(PENDING_FIELDS))),
             ("running", (cfg.M, len(RUNNING_FIELDS))),
             ("global", (len(GLOBAL_FIELDS),)),
-        ):
+        ]
+        if cfg.typed:
+            keys += typed_keys(cfg.K, cfg.M)
+        for key, shape in keys:
             size = math.prod(shape)
             self._layout.append((key, at, at + size, shape))
             at += size
@@ -276,6 +295,11 @@ class ObsBuilder:
         self.wait_ok = done or not self._wait_would_stall()
         m: list[bool] = [self.wait_ok]
         inv_rack = self._inv_rack
+        feas, typed = self._feas, self._typed
+        if feas is not None:
+            feas.refresh()
+        typed_m: list[bool] = []  # typed place actions, after the preemptions
+        typed_p: list[float] = []  # typed pending rows, after the global fields
 
         # servers and racks first: the flat buffer follows self._layout
         # floats only: ints and bools make numpy's conversion much slower
@@ -291,9 +315,17 @@ class ObsBuilder:
         static_p = self._static_p
         for job in win:
             g = job.gpus
-            fm = g <= G and g <= max_free
-            fr = g <= max_rack
-            fn = g <= total
+            if feas is None:
+                fm = g <= G and g <= max_free
+                fr = g <= max_rack
+                fn = g <= total
+            else:  # typed: on the job's accepted types
+                fm, fr, fn = feas.blind(job)
+                if typed is not None:
+                    on = feas.on_types(job)
+                    typed_m += on
+                    typed_m += [False] * (3 * MAX_TYPES - len(on))
+                    typed_p += typed.pending_row(job, on)
             m += (fm, fr, fn)
             waited = now - job.queued_since
             age = now - job.arrival
@@ -339,14 +371,15 @@ class ObsBuilder:
                 left = e.remaining_iterations(job)
                 it = job.iterations
                 prog = 1.0 - left / it if it > 0 else 1.0
-                rem = left * job.t_compute / job.gpus
+                # (its time on its GPU type; x 1.0 untyped keeps every bit)
+                rem = left * job.t_compute * job.tfac / job.gpus
                 rem = rem / (rem + T)
             else:
                 prog = rem = 0.0
             buf += static_r[i]
             buf += _ONE_HOT[job.level]  # pyright: ignore[reportCallIssue, reportArgumentType]
             buf += (
-                1.0 - job.t_compute / job.t_iter,
+                1.0 - job.t_compute * job.tfac / job.t_iter,
                 ct / busy if busy > 0 else 0.0,
                 ran / (ran + T),
                 _F[job.busy_until > now],
@@ -364,6 +397,9 @@ class ObsBuilder:
         # forever without time passing.
         m += [job.started_at < now for job in running]
         m += [False] * (M - n_run)
+        if typed is not None:
+            m += typed_m
+            m += [False] * (3 * MAX_TYPES * (K - len(win)))
         if done:
             m[0] = True
         self.mask = np.fromiter(m, dtype=bool, count=self.n_actions)
@@ -392,11 +428,27 @@ class ObsBuilder:
             max_rack * inv_rack,
             1.0 if e.lease_expired else 0.0,
         )
+        if typed is not None:
+            buf += typed_p
+            buf += [0.0] * (len(TYPE_PENDING_FIELDS) * MAX_TYPES * (K - len(win)))
+            for job in running:
+                buf += typed.running_row(job)
+            buf += [0.0] * (len(TYPE_RUNNING_FIELDS) * (M - n_run))
+            buf += typed.global_rows()
         flat = np.fromiter(buf, dtype=np.float32, count=self._size)
         self.obs = {key: flat[a:b].reshape(shape) for key, a, b, shape in self._layout}
 
     def observation(self) -> dict[str, np.ndarray]:
         return self.obs
+
+
+def typed_keys(K: int, M: int) -> list[tuple[str, tuple[int, ...]]]:
+    """The Dict observation's typed keys and shapes (the typed layout)."""
+    return [
+        ("pending_types", (K, MAX_TYPES, len(TYPE_PENDING_FIELDS))),
+        ("running_types", (M, len(TYPE_RUNNING_FIELDS))),
+        ("types", (MAX_TYPES, len(TYPE_GLOBAL_FIELDS))),
+    ]
 
 
 _ONE_HOT = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))

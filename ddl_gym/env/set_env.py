@@ -17,6 +17,7 @@ from ddl_gym.engine import Engine
 from ddl_gym.env.actions import ActionCodec
 from ddl_gym.env.cluster_env import ClusterEnv
 from ddl_gym.env.set_observation import SetObsBuilder, SetObsConfig, set_obs_size
+from ddl_gym.env.typed_obs import MAX_TYPES
 from ddl_gym.topology import Cluster
 
 
@@ -31,12 +32,28 @@ class SetClusterEnv(ClusterEnv):
     (``SET_GLOBAL_FIELDS``); ``set_observation.split_set_obs`` cuts it. Empty rows
     are zeros (``present`` = 0). The shape does not depend on the cluster.
 
+    In the typed layout (``typed``; typed clusters by default) a typed block
+    follows: ``K x MAX_TYPES x 4`` (per pending row and type slot: ``speed``
+    normalised by the job's best accepted type, 0 unaccepted;
+    ``feasible_machine|rack|network`` on that type), ``M x 6`` (per running
+    row: ``speed`` on its type, ``mixed``, ``on_type_0..3``) and
+    ``MAX_TYPES x 4`` (per type: ``present``, fraction ``free``, ``share`` of
+    the cluster's GPUs, ``max_server_free``): ``Box(0, 1, (K * 23 + M * 21 +
+    13 + K * 16 + M * 6 + 16,))`` with ``MAX_TYPES = 4``
+    (``set_observation.split_typed_set_obs`` cuts the block). The untyped
+    prefix keeps its meaning, so a type-blind network reads it unchanged.
+
     ## Action Space
 
     ``Discrete(1 + 3K + M)``, laid out as ``ClusterEnv``'s: ``0`` WAIT (until
     the next arrival, completion, lease expiry or tick), ``1 + 3k + l`` place
     pending row ``k`` at level ``l``, ``1 + 3K + j`` preempt running row ``j``.
     Preempting a job and placing it again at once is a migration.
+    The typed layout adds ``3 * MAX_TYPES`` actions per pending row after
+    them: ``1 + 3K + M + 3 (k MAX_TYPES + t) + l`` places row ``k`` at level
+    ``l`` on GPU type slot ``t``; ``1 + 3k + l`` is then the engine's choice
+    of type. Masks refuse types the job does not accept, empty type slots and
+    types with no free placement (``ClusterEnv``'s Action Space).
 
     ## Arguments (besides ``ClusterEnv``'s)
 
@@ -49,6 +66,7 @@ class SetClusterEnv(ClusterEnv):
     * ``tick_s`` (1800): a decision point every ``tick_s`` seconds while jobs
       wait, so WAIT can express a delay ("not now, ask me again in half an
       hour"), as Dally's delay timers do; ``None`` turns the ticks off.
+    * ``typed`` (None: whether the cluster has GPU types): the typed layout.
     """
 
     def __init__(
@@ -68,12 +86,18 @@ class SetClusterEnv(ClusterEnv):
         super().__init__(trace, cluster, K=K, M=M, tick_s=tick_s, clairvoyant=clairvoyant, **kwargs)
         self.preempt_budget = int(preempt_budget)
         self._set_cfg = SetObsConfig(
-            K=self.K, M=self.M, clairvoyant=clairvoyant, preempt_budget=self.preempt_budget
+            K=self.K,
+            M=self.M,
+            clairvoyant=clairvoyant,
+            preempt_budget=self.preempt_budget,
+            typed=self.typed,
         )
         self.observation_space = spaces.Box(
             0.0, 1.0, shape=(set_obs_size(self._set_cfg),), dtype=np.float32
         )
-        self._codec = SetActionCodec(self.K, self.M, self.preempt_budget)
+        self._codec = SetActionCodec(
+            self.K, self.M, self.preempt_budget, MAX_TYPES if self.typed else 0
+        )
 
     def _make_obs_builder(self, engine: Engine) -> SetObsBuilder:  # type: ignore[override]
         return SetObsBuilder(engine, self._set_cfg)
@@ -82,8 +106,8 @@ class SetClusterEnv(ClusterEnv):
 class SetActionCodec(ActionCodec):
     """``ActionCodec`` with the set env's reasons for a masked action."""
 
-    def __init__(self, K: int, M: int, preempt_budget: int) -> None:
-        super().__init__(K, M)
+    def __init__(self, K: int, M: int, preempt_budget: int, T: int = 0) -> None:
+        super().__init__(K, M, T)
         self.preempt_budget = preempt_budget
 
     def why_invalid(self, a: int, obs, engine: Engine) -> str:  # type: ignore[override]

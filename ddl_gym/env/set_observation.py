@@ -30,6 +30,17 @@ instant (counted from the engine's state, see ``preempted_now``), on top of
 the engine-level rule that a job started at this instant cannot be preempted
 at it. Preempting a job and placing it again at the same instant is a
 migration (it pays the checkpoint-restore cost).
+
+GPU types (typed clusters): the mask of a place action follows the job's
+accepted types and each type's free counts (``typed_obs.TypeFeasibility``),
+whatever the layout. The typed layout (``SetObsConfig.typed``) appends, after
+the untyped observation, a typed block (``split_typed_set_obs`` cuts it): per
+pending row ``MAX_TYPES x TYPE_PENDING_FIELDS`` (speed per type, normalised by
+the job's best accepted type, and feasibility per type and level), per
+running row ``TYPE_RUNNING_FIELDS``, and per type slot ``TYPE_GLOBAL_FIELDS``
+(fraction free, share of the cluster, largest free block); and the actions
+gain ``3 * MAX_TYPES`` typed place actions per pending row (``actions``). The
+untyped prefix keeps its meaning, so a type-blind network reads it as it is.
 """
 
 from __future__ import annotations
@@ -42,6 +53,14 @@ import numpy as np
 
 from ddl_gym.engine import Engine, Job
 from ddl_gym.env.observation import LevelSlowdowns, _model_features
+from ddl_gym.env.typed_obs import (
+    MAX_TYPES,
+    TYPE_GLOBAL_FIELDS,
+    TYPE_PENDING_FIELDS,
+    TYPE_RUNNING_FIELDS,
+    TypeFeasibility,
+    TypeFeatures,
+)
 
 SET_PENDING_FIELDS = (
     "present",
@@ -117,17 +136,32 @@ class SetObsConfig:
     M: int = 64  # running rows
     clairvoyant: bool = False
     preempt_budget: int = 1  # preemptions per decision instant (0: none)
+    typed: bool = False  # the typed layout (typed block and typed place actions)
+
+
+def untyped_set_obs_size(K: int, M: int) -> int:
+    """Values of the untyped set observation (the typed one's prefix)."""
+    return K * len(SET_PENDING_FIELDS) + M * len(SET_RUNNING_FIELDS) + len(SET_GLOBAL_FIELDS)
+
+
+def typed_block_size(K: int, M: int) -> int:
+    """Values of the typed block appended in the typed layout."""
+    return (
+        K * MAX_TYPES * len(TYPE_PENDING_FIELDS)
+        + M * len(TYPE_RUNNING_FIELDS)
+        + MAX_TYPES * len(TYPE_GLOBAL_FIELDS)
+    )
 
 
 def set_obs_size(cfg: SetObsConfig) -> int:
-    return (
-        cfg.K * len(SET_PENDING_FIELDS) + cfg.M * len(SET_RUNNING_FIELDS) + len(SET_GLOBAL_FIELDS)
-    )
+    size = untyped_set_obs_size(cfg.K, cfg.M)
+    return size + typed_block_size(cfg.K, cfg.M) if cfg.typed else size
 
 
 def split_set_obs(flat, K: int, M: int):
     """Cut a flat set observation (numpy or torch, any leading batch dims)
-    into ``(pending (.., K, Fp), running (.., M, Fr), global (.., Fg))``."""
+    into ``(pending (.., K, Fp), running (.., M, Fr), global (.., Fg))``; of a
+    typed one, its untyped prefix."""
     fp, fr = len(SET_PENDING_FIELDS), len(SET_RUNNING_FIELDS)
     a = K * fp
     b = a + M * fr
@@ -135,7 +169,23 @@ def split_set_obs(flat, K: int, M: int):
     return (
         flat[..., :a].reshape(*lead, K, fp),
         flat[..., a:b].reshape(*lead, M, fr),
-        flat[..., b:],
+        flat[..., b : b + len(SET_GLOBAL_FIELDS)],
+    )
+
+
+def split_typed_set_obs(flat, K: int, M: int):
+    """Cut the typed block of a typed set observation into ``(pending types
+    (.., K, MAX_TYPES, Ftp), running types (.., M, Ftr), types (.., MAX_TYPES,
+    Ftg))``; ``split_set_obs`` cuts its prefix."""
+    ftp, ftr, ftg = len(TYPE_PENDING_FIELDS), len(TYPE_RUNNING_FIELDS), len(TYPE_GLOBAL_FIELDS)
+    a = untyped_set_obs_size(K, M)
+    b = a + K * MAX_TYPES * ftp
+    c = b + M * ftr
+    lead = flat.shape[:-1]
+    return (
+        flat[..., a:b].reshape(*lead, K, MAX_TYPES, ftp),
+        flat[..., b:c].reshape(*lead, M, ftr),
+        flat[..., c : c + MAX_TYPES * ftg].reshape(*lead, MAX_TYPES, ftg),
     )
 
 
@@ -153,8 +203,12 @@ class SetObsBuilder:
         self.cfg = cfg
         c = engine.cluster
         self.G = c.gpus_per_server
-        self.n_actions = 1 + 3 * cfg.K + cfg.M
+        T = MAX_TYPES if cfg.typed else 0
+        self.n_actions = 1 + 3 * cfg.K + cfg.M + 3 * T * cfg.K
         self._size = set_obs_size(cfg)
+        # per-type feasibility: typed engines (the mask) and the typed layout
+        self._feas = TypeFeasibility(engine) if engine.types is not None or cfg.typed else None
+        self._typed = TypeFeatures(engine, self._feas) if cfg.typed and self._feas else None
         n = c.num_gpus
         per_model: dict[str, tuple[float, float, float]] = {}
         self._static: list[tuple[float, ...]] = []  # gpus_share .. log_iter_time (no fits)
@@ -220,6 +274,11 @@ class SetObsBuilder:
         self.wait_ok = e.done or bool(e.running) or not e.pending
         m: list[bool] = [self.wait_ok]
         buf: list[float] = []
+        feas, typed = self._feas, self._typed
+        if feas is not None:
+            feas.refresh()
+        typed_m: list[bool] = []  # typed place actions, after the preemptions
+        typed_p: list[float] = []  # typed pending rows, after the global fields
 
         pending = e.pending
         n_pending = len(pending)
@@ -233,9 +292,17 @@ class SetObsBuilder:
             order, inv = {}, 0.0
         for job in rows:
             g = job.gpus
-            fm = g <= G and g <= max_free
-            fr = g <= max_rack
-            fn = g <= total
+            if feas is None:
+                fm = g <= G and g <= max_free
+                fr = g <= max_rack
+                fn = g <= total
+            else:  # typed: on the job's accepted types
+                fm, fr, fn = feas.blind(job)
+                if typed is not None:
+                    on = feas.on_types(job)
+                    typed_m += on
+                    typed_m += [False] * (3 * MAX_TYPES - len(on))
+                    typed_p += typed.pending_row(job, on)
             m += (fm, fr, fn)
             waited = now - job.queued_since
             age = now - job.arrival
@@ -289,7 +356,8 @@ class SetObsBuilder:
                 left = e.remaining_iterations(job)
                 it = job.iterations
                 prog = 1.0 - left / it if it > 0 else 1.0
-                rem = left * job.t_compute / job.gpus
+                # (its time on its GPU type; x 1.0 untyped keeps every bit)
+                rem = left * job.t_compute * job.tfac / job.gpus
                 rem = rem / (rem + DAY_S)
             else:
                 prog = rem = 0.0
@@ -298,7 +366,7 @@ class SetObsBuilder:
             buf += st
             buf += onehot[job.level]  # pyright: ignore[reportCallIssue, reportArgumentType]
             buf += (
-                1.0 - job.t_compute / job.t_iter,
+                1.0 - job.t_compute * job.tfac / job.t_iter,
                 ct / busy if busy > 0 else 0.0,
                 ran / (ran + HOUR_S),
                 ran / (ran + DAY_S),
@@ -313,6 +381,9 @@ class SetObsBuilder:
         fr_ = len(SET_RUNNING_FIELDS)
         buf += [0.0] * (fr_ * (M - len(running)))
         m += [False] * (M - len(running))
+        if typed is not None:
+            m += typed_m
+            m += [False] * (3 * MAX_TYPES * (K - len(rows)))
         if e.done:
             m[0] = True
         self.mask = np.fromiter(m, dtype=bool, count=self.n_actions)
@@ -339,6 +410,13 @@ class SetObsBuilder:
             float(any(kind in ("tick", "wake") for kind, _ in events)),
             (budget - preempted) / budget if budget > 0 else 0.0,
         )
+        if typed is not None:
+            buf += typed_p
+            buf += [0.0] * (len(TYPE_PENDING_FIELDS) * MAX_TYPES * (K - len(rows)))
+            for job in running:
+                buf += typed.running_row(job)
+            buf += [0.0] * (len(TYPE_RUNNING_FIELDS) * (M - len(running)))
+            buf += typed.global_rows()
         self.obs = np.fromiter(buf, dtype=np.float32, count=self._size)
 
     def observation(self) -> np.ndarray:
