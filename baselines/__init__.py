@@ -31,6 +31,23 @@ tiresias-c1     Tiresias that consolidates every job (sensitivity 1.0: any
 random          random valid actions (seeded)
 ==============  ==============================================================
 
+Typed clusters (GPU types, issue 53) add four policies, in ``TYPED`` (built by
+``make_policy``, left out of ``POLICY_NAMES`` so the type-blind comparisons,
+golden cells and suites keep their sets); on an untyped cluster each of the
+three variants gives its parent's results exactly:
+
+==============  ==============================================================
+gavel           rounds (360 s) of throughput-normalised max-min fairness, a
+                greedy approximation of Gavel's (not its LP); preempts at
+                round starts to move jobs between types (``gavel.py``)
+tiresias-typed  Tiresias on the fastest accepted type that fits, else the
+                next fastest; preemption on one type (``typed.py``)
+gandiva-typed   Gandiva on the fastest accepted type that fits, else the next
+                fastest; migration kept on the job's type (``typed.py``)
+dally-typed     Dally (auto-tuned) with a type timer: a job waits up to 6
+                leases for its fastest type (``dally_typed.py``)
+==============  ==============================================================
+
 The tuned variants (``TUNED``) were chosen on ddl-gym-v3's train and
 validation cases and are frozen in that suite's heuristic set; ``HEURISTICS``
 keeps the eight names the older suites were designed with (a benchmark
@@ -46,12 +63,15 @@ from .common import DEFAULT_ENGINE_KWARGS, BasePolicy
 from .consolidation import ConsolidationPolicy
 from .dally import AutoTuner, DallyPolicy
 from .dally_reference import ReferenceDally
+from .dally_typed import TypedDallyPolicy
 from .fifo import FifoPolicy
 from .gandiva import GandivaPolicy
+from .gavel import GavelPolicy
 from .random_policy import RandomPolicy
 from .sjf import SjfPolicy, SrtfPolicy
 from .srsf import SrsfPolicy
 from .tiresias import TiresiasPolicy
+from .typed import TypedGandivaPolicy, TypedTiresiasPolicy
 
 _FACTORIES: dict[str, Callable[..., BasePolicy]] = {
     "fifo": FifoPolicy,
@@ -87,6 +107,21 @@ def _planner(**kwargs: Any) -> BasePolicy:
 
 
 SLOW: dict[str, Callable[..., BasePolicy]] = {"planner": _planner}
+# the policies written for typed clusters (issue 53): built by name, not in
+# POLICY_NAMES (which every type-blind comparison, golden cell and suite reads)
+TYPED: dict[str, Callable[..., BasePolicy]] = {
+    "gavel": GavelPolicy,
+    "tiresias-typed": TypedTiresiasPolicy,
+    "gandiva-typed": TypedGandivaPolicy,
+    "dally-typed": lambda **kw: TypedDallyPolicy(**{"auto_tune": True, **kw}),
+}
+TYPED_NAMES: tuple[str, ...] = tuple(TYPED)
+# each typed variant's type-blind parent (same results on an untyped cluster)
+TYPED_PARENT: dict[str, str] = {
+    "tiresias-typed": "tiresias",
+    "gandiva-typed": "gandiva",
+    "dally-typed": "dally",
+}
 # The policies comparisons rank: every registered one but random, split into
 # the non-clairvoyant heuristics and the oracles, which read true job sizes
 ORACLES: tuple[str, ...] = ("sjf", "srtf", "srsf")
@@ -100,14 +135,15 @@ HEURISTICS: tuple[str, ...] = tuple(
 def make_policy(name: str, reference: bool = False, **kwargs: Any) -> BasePolicy:
     """A fresh policy by registry name (see ``POLICY_NAMES``); ``reference``:
     the reference twin of a Dally variant (``ReferenceDally``)."""
-    try:
-        factory = _FACTORIES[name] if name in _FACTORIES else SLOW[name]
-    except KeyError:
-        known = ", ".join((*POLICY_NAMES, *SLOW))
-        raise ValueError(f"unknown policy {name!r}; known: {known}") from None
+    factory = _FACTORIES.get(name) or TYPED.get(name) or SLOW.get(name)
+    if factory is None:
+        known = ", ".join((*POLICY_NAMES, *TYPED, *SLOW))
+        raise ValueError(f"unknown policy {name!r}; known: {known}")
     policy = factory(**kwargs)
     if not reference:
         return policy
+    if name in TYPED:
+        raise ValueError(f"no reference version of {name!r}: only of the type-blind Dally variants")
     if not isinstance(policy, DallyPolicy):
         raise ValueError(f"no reference version of {name!r}: only of the Dally variants")
     return ReferenceDally.like(policy)
@@ -130,7 +166,14 @@ __all__ = [
     "SrsfPolicy",
     "SrtfPolicy",
     "TUNED",
+    "TYPED",
+    "TYPED_NAMES",
+    "TYPED_PARENT",
+    "GavelPolicy",
     "TiresiasPolicy",
+    "TypedDallyPolicy",
+    "TypedGandivaPolicy",
+    "TypedTiresiasPolicy",
     "make_policy",
 ]
 

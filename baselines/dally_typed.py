@@ -1,0 +1,191 @@
+"""Dally extended to GPU types: a job may wait for its fastest type as it
+waits for locality (issue 53).
+
+``DallyPolicy`` (``dally.py``) delays a job's acceptance of a wider level by
+timers counted from its last resource change. ``TypedDallyPolicy`` adds one
+more timer of the same kind, on the GPU type:
+
+* **type timer** (``type_timer`` leases, default 6, the auto-tuner's least
+  rack timer: a job waits for its fastest type at least as long as tuned
+  Dally waits for one machine). Until it fires a waiting job accepts only
+  its *fastest* types (the accepted types of the highest
+  ``view.type_speed``, several on a tie, e.g. V100-16GB and V100-32GB);
+  afterwards any accepted type, fastest first. The policy asks for a
+  wake-up when it fires, so the job takes a slower type exactly then. The
+  two kinds of timer are independent: a job takes a placement only when
+  both its level (rack/network timers) and its type (type timer) allow it;
+  among the types allowed it takes the fastest that fits at its allowed
+  level. Types whose whole capacity is below the job's demand are never
+  waited for. On a ``mix_types`` cluster a mixed placement is the last
+  resort after the type timer, when no single type fits.
+* **re-offer** (layer 2): as Dally's (least efficient first, free GPUs
+  before expired ones, ``margin``, incumbents win ties), but a waiting job
+  competes only for GPUs of the types it accepts now (a plain dry run on
+  per-type copies of the pool, written after ``ReferenceDally.reoffer``).
+  A job that would need a mixed placement does not compete.
+* **auto-tuner** (layer 3) unchanged: it records the level a job got; the
+  type timer is not tuned.
+
+The engine's lease hints (``dally_hints``) stay Dally's: their level tests
+count free GPUs of every type, more than a typed job may use, so they only
+ever keep more lease boundaries than needed, never fewer; the last word on a
+boundary and on a wake-up is this policy's own re-offer and placement pass.
+
+On an untyped cluster every override hands over to ``DallyPolicy``: results
+are Dally's, bit for bit (``tests/test_typed_baselines.py``).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from ddl_gym.engine import Action, EngineView, Job, Place, Status
+from ddl_gym.perf import Level
+
+from .common import EPS, placement_on
+from .dally import DallyPolicy
+from .typed import TypeOrder
+
+
+@dataclass
+class TypedDallyPolicy(DallyPolicy):
+    """Dally with a per-type delay timer; see the module docstring."""
+
+    type_timer: float = 6.0
+    name: str = "dally-typed"
+    _types: TypeOrder = field(default_factory=TypeOrder, repr=False)
+    _typed: bool = field(default=False, repr=False)
+    # the type the last placement pass chose for each job it returned
+    _type_of: dict[int, int | None] = field(default_factory=dict, repr=False)
+
+    def reset(self, view: EngineView, seed: int | None = None) -> None:
+        super().reset(view, seed)
+        self._types.clear()
+        self._typed = view.cluster.typed
+        self._type_of.clear()
+
+    # -- the type timer -----------------------------------------------------
+    def allowed_types(self, view: EngineView, job: Job) -> tuple[int, ...]:
+        """The types ``job`` accepts now, fastest first: only its fastest
+        until ``type_timer`` leases have passed since its last resource
+        change, then all."""
+        order = self._types(view, job)
+        if view.waited(job) / self.lease_s >= self.type_timer - EPS:
+            return order
+        top = view.type_speed(job, order[0])
+        return tuple(k for k in order if view.type_speed(job, k) >= top)
+
+    def _ask(self, view: EngineView, job: Job) -> None:
+        super()._ask(view, job)
+        if self._typed and self.allowed_types(view, job) != self._types(view, job):
+            self._wake.at(view, job.queued_since + self.type_timer * self.lease_s)
+
+    # -- the placement pass -------------------------------------------------
+    def _first_fit(self, view: EngineView) -> tuple[Job, Level, list[tuple[int, int]]] | None:
+        if not self._typed:
+            return super()._first_fit(view)
+        planned = self._fit_planned
+        if planned is not None:
+            self._fit_planned = None
+            if planned[0] == view.instant and planned[1] == view.now:
+                return planned[2]
+        free = view.total_free
+        free_type = view.free_per_type
+        mix = view.cluster.mix_types
+        failed: set[tuple[int, Level, tuple[int, ...], bool]] = set()
+        jobs = view.jobs
+        queue = self._demand
+        same = [queue[gpus] for gpus in queue if gpus <= free]
+        for _, _, index in heapq.merge(*same):
+            job = jobs[index]
+            level = self.allowed_level(view, job)
+            types = self.allowed_types(view, job)
+            mixed = mix and types == self._types(view, job)  # past the type timer
+            key = (job.gpus, level, types, mixed)
+            if key in failed:
+                continue
+            for k in types:
+                if free_type[k] >= job.gpus:
+                    placement = view.placement_for(job, level, k)
+                    if placement is not None:
+                        self._type_of[index] = k
+                        return job, level, placement
+            if mixed:
+                placement = view.placement_for(job, level)
+                if placement is not None:
+                    self._type_of[index] = None
+                    return job, level, placement
+            failed.add(key)
+        return None
+
+    def act(self, view: EngineView) -> Action:
+        action = super().act(view)
+        if self._typed and isinstance(action, Place):
+            return Place(action.job, action.level, self._type_of.pop(action.job))
+        return action
+
+    # -- layer 2 on types -------------------------------------------------------
+    def _reoffer(self, view: EngineView, lease_expired) -> list[int]:
+        if not self._typed:
+            return super()._reoffer(view, lease_expired)
+        now = view.now
+        expired = [j for j in lease_expired if j.status == Status.RUNNING and j.busy_until <= now]
+        if not expired or not self._demand:
+            return []
+        cluster = view.cluster
+        kinds = cluster.server_kind
+        free = list(view.free_per_server)  # free now, less what challengers took
+        pool = list(free)  # plus the expired jobs' GPUs
+        free_k = list(view.free_per_type)
+        pool_k = list(free_k)
+        for job in expired:
+            for server, g in job.placement:
+                pool[server] += g
+                pool_k[kinds[server]] += g
+        effs = view.efficiencies(expired)
+        offered = sorted(
+            (eff, job.arrival, job.index, job) for eff, job in zip(effs, expired, strict=True)
+        )
+        waiting = heapq.merge(*self._demand.values())
+        entry = next(waiting, None)
+        jobs = view.jobs
+
+        def on_type(counts: list[int], k: int) -> list[int]:
+            return [c if kinds[s] == k else 0 for s, c in enumerate(counts)]
+
+        losers: list[int] = []
+        for eff, _, _, incumbent in offered:
+            while entry is not None and entry[0] < eff - self.margin:
+                challenger = jobs[entry[2]]
+                entry = next(waiting, None)
+                gpus = challenger.gpus
+                level = self.allowed_level(view, challenger)
+                types = self.allowed_types(view, challenger)
+                won = None
+                if self.reoffer_free_first:
+                    for k in types:
+                        if free_k[k] >= gpus:
+                            won = placement_on(cluster, on_type(free, k), gpus, level)
+                            if won is not None:
+                                break
+                if won is None:  # it needs expired GPUs (or the old rule)
+                    for k in types:
+                        if pool_k[k] >= gpus:
+                            won = placement_on(cluster, on_type(pool, k), gpus, level)
+                            if won is not None:
+                                break
+                for server, g in won or ():
+                    k = kinds[server]
+                    pool[server] -= g
+                    pool_k[k] -= g
+                    took = min(g, free[server])  # free GPUs go first
+                    free[server] -= took
+                    free_k[k] -= took
+            if all(pool[server] >= g for server, g in incumbent.placement):
+                for server, g in incumbent.placement:
+                    pool[server] -= g  # it keeps its own GPUs
+                    pool_k[kinds[server]] -= g
+            else:
+                losers.append(incumbent.index)
+        return losers

@@ -1,0 +1,293 @@
+"""Type-aware Tiresias and Gandiva for typed clusters (issue 53).
+
+Same scheduling as the type-blind parent (Tiresias' 2D-LAS order and
+preemption, Gandiva's arrival order, affinity tiers and migration); only
+*where* changes, by one stated rule shared by both:
+
+* **type choice**: a job runs on the fastest of its accepted types
+  (``view.type_speed``, ties to the type listed first in ``gpu_kinds``) that
+  fits now within the level the parent allows; if the fastest has no room
+  it falls back to the next fastest that does, and so on. These policies
+  never hold a job back for a faster type (``dally-typed`` does). Types
+  whose whole capacity is below the job's demand are never tried. On a
+  ``mix_types`` cluster a mixed placement (``gpu_type=None``, the engine's
+  rule, at the slowest member's speed) is the last resort, taken only when
+  no single type fits.
+* **Tiresias' preemption** frees room on one type: the fewest running jobs of
+  strictly worse priority on that type (worst first) whose release lets the
+  job fit there, trying its types fastest first; a waiting job preempts only
+  if no type fits it now. (The parent's ``victims_for`` counts free GPUs over
+  the whole cluster: on a typed cluster it would preempt jobs whose GPUs the
+  waiting job cannot use.)
+* **Gandiva's migration** keeps a job on its type: it moves only to a
+  strictly tighter level on the type it runs on.
+
+On an untyped cluster every override hands over to the parent, so results
+are the type-blind policy's, bit for bit (``tests/test_typed_baselines.py``).
+The typed passes are plain (a scan of the queue, dry runs on per-type copies
+of the free counts): written for clarity, not for clusters of thousands of
+servers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddl_gym.engine import WAIT, Action, EngineView, Job, Place, Preempt
+from ddl_gym.perf import Level, shape_of
+
+from .common import TighterMoves, placement_on, size_level
+from .gandiva import GandivaPolicy
+from .tiresias import TiresiasPolicy
+
+
+# -- the type rule, shared by the typed policies --------------------------------
+@dataclass
+class TypeOrder:
+    """Per (model, accepted types, GPUs): the accepted types able to hold
+    the job, fastest first (ties to the lower index), cached."""
+
+    _cache: dict[tuple[str, tuple[int, ...], int], tuple[int, ...]] = field(default_factory=dict)
+
+    def clear(self) -> None:
+        self._cache.clear()
+
+    def __call__(self, view: EngineView, job: Job) -> tuple[int, ...]:
+        key = (job.model, job.accepts, job.gpus)
+        order = self._cache.get(key)
+        if order is None:
+            cap = view.cluster.type_capacities()
+            holdable = [k for k in job.accepts if cap[k] >= job.gpus]
+            order = tuple(sorted(holdable, key=lambda k: (-view.type_speed(job, k), k)))
+            self._cache[key] = order
+        return order
+
+
+def fastest_fitting(
+    view: EngineView, job: Job, level: Level, order: Iterable[int]
+) -> tuple[int | None, list[tuple[int, int]]] | None:
+    """``(type, placement)`` of the first type of ``order`` (fastest first)
+    that holds ``job`` within ``level`` now; on a ``mix_types`` cluster a
+    mixed placement (type None) if no single type does; None if nothing fits."""
+    free = view.free_per_type
+    for k in order:
+        if free[k] >= job.gpus:
+            placement = view.placement_for(job, level, k)
+            if placement is not None:
+                return k, placement
+    if view.cluster.mix_types:
+        placement = view.placement_for(job, level)
+        if placement is not None:
+            return None, placement
+    return None
+
+
+def type_free(view: EngineView, k: int) -> list[int]:
+    """Free GPUs per server on type ``k``'s servers (0 on the others)."""
+    kinds = view.cluster.server_kind
+    return [f if kinds[s] == k else 0 for s, f in enumerate(view.free_per_server)]
+
+
+def victims_on_type(
+    view: EngineView, job: Job, level: Level, k: int, candidates: Iterable[Job]
+) -> list[Job] | None:
+    """The fewest running ``candidates`` on type ``k`` (taken from the front:
+    pass them worst priority first) whose release lets ``job`` be placed on
+    type ``k`` within ``level``; None if even all of them are not enough.
+    ``victims_for`` restricted to one type, as a plain dry run (jobs on
+    another type or on several free nothing there)."""
+    cluster = view.cluster
+    gpus = job.gpus
+    base = type_free(view, k)
+    free = list(base)
+    total = view.free_per_type[k]
+    chosen: list[Job] = []
+    for victim in candidates:
+        if victim.kind != k:
+            continue
+        chosen.append(victim)
+        total += victim.gpus
+        for server, g in victim.placement:
+            free[server] += g
+        if total >= gpus and placement_on(cluster, free, gpus, level) is not None:
+            break
+    else:
+        return None
+
+    def fits(released: list[Job]) -> bool:
+        trial = list(base)
+        for v in released:
+            for server, g in v.placement:
+                trial[server] += g
+        return placement_on(cluster, trial, gpus, level) is not None
+
+    # drop victims that turned out unnecessary (as ``victims_for`` does)
+    for victim in list(chosen[:-1]):
+        rest = [v for v in chosen if v is not victim]
+        if fits(rest):
+            chosen = rest
+    return chosen
+
+
+def tighter_level_on_type(view: EngineView, job: Job) -> Level | None:
+    """A level strictly tighter than ``job``'s that it would get on its own
+    type if it released its GPUs now (None: none, or a mixed placement)."""
+    k = job.kind
+    if k < 0 or job.level is None:
+        return None
+    cluster = view.cluster
+    tight = size_level(cluster, job.gpus)
+    if job.level <= tight:
+        return None
+    free = type_free(view, k)
+    for server, g in job.placement:
+        free[server] += g
+    for level in range(tight, job.level):
+        placement = placement_on(cluster, free, job.gpus, Level(level))
+        if placement is not None:
+            got = shape_of(placement, cluster.servers_per_rack).level
+            if got < job.level:
+                return got
+    return None
+
+
+@dataclass
+class TypedMoves(TighterMoves):
+    """``TighterMoves`` that keeps a job on its type: ``start`` preempts a
+    job that would get a strictly tighter level on the type it runs on,
+    ``finish`` places it there at that level."""
+
+    kinds: dict[int, int] = field(default_factory=dict)
+
+    def clear(self) -> None:
+        super().clear()
+        self.kinds.clear()
+
+    def finish(self, view: EngineView) -> Action | None:
+        for index, level in list(self.moving.items()):
+            del self.moving[index]
+            k = self.kinds.pop(index)
+            if view.can_place(view.job(index), level, k):
+                return Place(index, level, k)
+        return None
+
+    def start(self, view: EngineView, job: Job) -> Action | None:
+        level = tighter_level_on_type(view, job)
+        if level is None:
+            return None
+        self.moving[job.index] = level
+        self.kinds[job.index] = job.kind
+        return Preempt(job.index)
+
+
+# -- Tiresias ---------------------------------------------------------------------
+@dataclass
+class TypedTiresiasPolicy(TiresiasPolicy):
+    """Tiresias with the type rule of the module docstring: its order,
+    queues, starvation promotion and consolidation classes unchanged."""
+
+    name: str = "tiresias-typed"
+    _types: TypeOrder = field(default_factory=TypeOrder, repr=False)
+    _typed: bool = field(default=False, repr=False)
+
+    def reset(self, view: EngineView, seed: int | None = None) -> None:
+        super().reset(view, seed)
+        self._types.clear()
+        self._typed = view.cluster.typed
+
+    def schedule(self, view: EngineView) -> Action:
+        if not self._typed:
+            return super().schedule(view)
+        return self._schedule_typed(view)
+
+    def _schedule_typed(self, view: EngineView) -> Action:
+        """``PriorityPreemptive.schedule`` with the type rule: every waiting
+        job in priority order (the parent's shortcut of one job per GPU
+        demand does not hold when jobs accept different types); a job that
+        fits on some type starts on the fastest that does; one that fits on
+        none preempts worse jobs on its fastest type where that suffices."""
+        pending = self._order(view, view.pending)
+        worse_than: Callable[[Any], Iterable[Job]] | None = None
+        # as the parent's ``cover``, per set of accepted types: a later job
+        # accepting the same types, at least as large, at the same or a
+        # narrower level, neither fits nor finds more victims on any of them
+        cover: dict[tuple[int, ...], list[float]] = {}
+        for pkey, job in pending:
+            level = self.level_of(view, job)
+            failed = cover.setdefault(job.accepts, [math.inf] * (Level.NETWORK + 1))
+            if failed[level] <= job.gpus:
+                continue
+            order = self._types(view, job)
+            got = fastest_fitting(view, job, level, order)
+            if got is not None:
+                return Place(job.index, level, got[0])
+            if worse_than is None:
+                worse_than = self._worse_than(view)
+            for k in order:
+                victims = victims_on_type(view, job, level, k, worse_than(pkey))
+                if victims:
+                    return Preempt(victims[0].index)
+            for narrower in range(level + 1):
+                if job.gpus < failed[narrower]:
+                    failed[narrower] = job.gpus
+        return WAIT
+
+
+# -- Gandiva ----------------------------------------------------------------------
+@dataclass
+class TypedGandivaPolicy(GandivaPolicy):
+    """Gandiva with the type rule of the module docstring: arrival order with
+    backfilling, affinity tiers and migration unchanged, migration kept on
+    the job's type (``TypedMoves``)."""
+
+    name: str = "gandiva-typed"
+    _types: TypeOrder = field(default_factory=TypeOrder, repr=False)
+    _typed: bool = field(default=False, repr=False)
+
+    def reset(self, view: EngineView, seed: int | None = None) -> None:
+        super().reset(view, seed)
+        self._types.clear()
+        self._typed = view.cluster.typed
+        self._moves = TypedMoves() if self._typed else TighterMoves()
+
+    def _decide(self, view: EngineView) -> Action:
+        if not self._typed:
+            return super()._decide(view)
+        action = self._migration(view)
+        if action is not None:
+            return action
+        if not view.pending:
+            return WAIT
+        # The parent's pass with classes (GPU demand, type order) in place of
+        # the GPU demand: within a class placement and tier are the same
+        # (state is fixed during the pass), so its first job decides for all.
+        free = view.free_per_type
+        heads: list[Job] = []
+        seen: set[tuple[int, tuple[int, ...]]] = set()
+        for job in view.pending:
+            order = self._types(view, job)
+            cls = (job.gpus, order)
+            if cls in seen:
+                continue
+            seen.add(cls)
+            if view.cluster.mix_types or any(free[k] >= job.gpus for k in order):
+                heads.append(job)
+        heads.sort(key=lambda job: (job.arrival, job.index))
+        best: tuple[int, int] | None = None
+        chosen: tuple[Job, int | None] | None = None
+        for order, job in enumerate(heads):
+            got = fastest_fitting(view, job, Level.NETWORK, self._types(view, job))
+            if got is None:
+                continue
+            tier = self._tier(self._demands, job, got[1])
+            if best is None or (tier, order) < best:
+                best = (tier, order)
+                chosen = (job, got[0])
+                if tier == 0:
+                    break
+        if chosen is None:
+            return WAIT
+        return Place(chosen[0].index, Level.NETWORK, chosen[1])

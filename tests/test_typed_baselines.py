@@ -1,0 +1,268 @@
+"""The typed-cluster baselines (issue 53), by hand on tiny typed clusters:
+gavel, tiresias-typed, gandiva-typed, dally-typed.
+
+The cluster: 2 racks x 2 servers x 4 GPUs, rack 0 K80 (servers 0, 1), rack 1
+V100 (servers 2, 3). ResNet-50 at 0.1 s per iteration (V100 time) runs 1,000
+iterations on one 4-GPU server in 25 s on V100 and 1000 x 0.1 / 0.1588 / 4
+= 157.43 s on K80 (no exposed communication inside a server on this fabric;
+tests/test_typed_engine.py checks both)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from ddl_gym.baselines import POLICY_NAMES, TYPED_NAMES, TYPED_PARENT, make_policy
+
+from ddl_gym.engine import Engine, EngineView, Wait, simulate
+from ddl_gym.topology import Cluster, GpuKind
+from ddl_gym.traces import synthetic_trace
+
+K80_RESNET50 = 0.1588  # Gavel-measured ResNet-50 K80/V100 throughput
+ON_V100 = 1000 * 0.1 / 4  # 25 s
+ON_K80 = 1000 * 0.1 / K80_RESNET50 / 4  # 157.43 s
+LEASE = 20.0
+
+
+def k80_v100() -> Cluster:
+    return Cluster(
+        2, 2, 4, gpu_kinds=(GpuKind("K80"), GpuKind("V100-16GB")), server_kind=(0, 0, 1, 1)
+    )
+
+
+def trace(rows: list[tuple], gpu_types: list[str] | None = None) -> pd.DataFrame:
+    """Rows of (job_id, arrival_s, gpus, iterations), ResNet-50 at 0.1 s."""
+    ids, arrivals, gpus, its = zip(*rows, strict=True)
+    df = pd.DataFrame(
+        {
+            "job_id": list(ids),
+            "arrival_s": [float(a) for a in arrivals],
+            "gpus": list(gpus),
+            "model": ["resnet50"] * len(rows),
+            "iterations": [float(i) for i in its],
+            "iter_time_s": [0.1] * len(rows),
+        }
+    )
+    if gpu_types is not None:
+        df["gpu_types"] = gpu_types
+    return df
+
+
+def rows(result) -> pd.DataFrame:
+    return result.jobs.set_index("job_id")
+
+
+LONG = 1e6  # iterations: outlives every scenario
+
+
+# -- registry ------------------------------------------------------------------
+def test_registry() -> None:
+    assert set(TYPED_NAMES) == {"gavel", "tiresias-typed", "gandiva-typed", "dally-typed"}
+    assert not set(TYPED_NAMES) & set(POLICY_NAMES)  # type-blind sets unchanged
+    for name in TYPED_NAMES:
+        policy = make_policy(name)
+        assert policy.name == name
+        assert policy.deterministic
+    # dally-typed is auto-tuned Dally plus the type timer, with Dally's engine settings
+    assert make_policy("dally-typed").engine_kwargs() == make_policy("dally").engine_kwargs()
+    assert make_policy("dally-typed", type_timer=2).type_timer == 2
+    with pytest.raises(ValueError, match="no reference version"):
+        make_policy("dally-typed", reference=True)
+
+
+# -- untyped clusters: the parents' results ------------------------------------
+@pytest.mark.parametrize("name", sorted(TYPED_PARENT))
+def test_untyped_equals_parent(name: str) -> None:
+    tr = synthetic_trace(n_jobs=150, seed=3, arrival_rate_per_h=2000, max_gpus=16)
+    cluster = Cluster(4, 4, 4)
+    got = simulate(tr, cluster, make_policy(name))
+    want = simulate(tr, cluster, make_policy(TYPED_PARENT[name]))
+    pd.testing.assert_frame_equal(got.jobs, want.jobs)
+    assert got.summary == want.summary
+
+
+# -- the fast type free: taken (the engine's type-blind rule takes K80, listed first)
+@pytest.mark.parametrize("name", ["tiresias-typed", "gandiva-typed", "dally-typed", "gavel"])
+def test_fastest_type_when_free(name: str) -> None:
+    r = rows(simulate(trace([("X", 0, 4, 1000)]), k80_v100(), make_policy(name)))
+    assert r.loc["X", "gpu_type"] == "V100-16GB"
+    assert r.loc["X", "end_s"] == pytest.approx(ON_V100)
+    blind = rows(simulate(trace([("X", 0, 4, 1000)]), k80_v100(), make_policy("tiresias")))
+    assert blind.loc["X", "gpu_type"] == "K80"
+    assert blind.loc["X", "end_s"] == pytest.approx(ON_K80)
+
+
+# -- the fast type busy ------------------------------------------------------------
+def busy_v100(filler_iterations: float) -> pd.DataFrame:
+    """Two 4-GPU fillers take both V100 servers at 0; X (4 GPUs, 1,000
+    iterations) arrives at 1 with both K80 servers free."""
+    return trace(
+        [
+            ("f0", 0, 4, filler_iterations),
+            ("f1", 0, 4, LONG),
+            ("X", 1, 4, 1000),
+        ]
+    )
+
+
+@pytest.mark.parametrize("name", ["tiresias-typed", "gandiva-typed"])
+def test_busy_fast_type_falls_back_to_slow(name: str) -> None:
+    # never held back for a type: X starts at once on K80, 1 + 157.43 s,
+    # although a V100 server frees at 40 s (f0: 1,600 iterations on V100)
+    r = rows(simulate(busy_v100(1600), k80_v100(), make_policy(name)))
+    assert list(r.loc[["f0", "f1"], "gpu_type"]) == ["V100-16GB", "V100-16GB"]
+    assert r.loc["f0", "end_s"] == pytest.approx(40.0)
+    assert r.loc["X", "gpu_type"] == "K80"
+    assert r.loc["X", "end_s"] == pytest.approx(1 + ON_K80)
+
+
+def test_dally_typed_waits_for_the_fast_type() -> None:
+    # without preemption (layer 2 off): X waits for a V100 (type timer 6
+    # leases = 120 s); f0 ends at 40 s, X takes its server: 40 + 25 = 65 s,
+    # well before the 1 + 157.43 s it would end on K80 at once
+    policy = make_policy("dally-typed", preempt=False)
+    r = rows(simulate(busy_v100(1600), k80_v100(), policy))
+    assert r.loc["X", "gpu_type"] == "V100-16GB"
+    assert r.loc["X", "start_s"] == pytest.approx(40.0)
+    assert r.loc["X", "end_s"] == pytest.approx(40.0 + ON_V100)
+
+
+def test_dally_typed_takes_the_slow_type_when_its_timer_fires() -> None:
+    # V100 stays busy: X takes K80 when its type timer fires, at
+    # 1 + 6 x 20 = 121 s, and ends at 121 + 157.43 s; with a 2-lease timer
+    # at 41 s
+    for timer in (6.0, 2.0):
+        policy = make_policy("dally-typed", preempt=False, type_timer=timer)
+        r = rows(simulate(busy_v100(LONG), k80_v100(), policy))
+        fires = 1 + timer * LEASE
+        assert r.loc["X", "gpu_type"] == "K80"
+        assert r.loc["X", "start_s"] == pytest.approx(fires)
+        assert r.loc["X", "end_s"] == pytest.approx(fires + ON_K80)
+    # type-blind Dally never waits for a type: the engine's rule put the
+    # fillers on K80 (listed first), and X starts at once on what is free
+    r = rows(simulate(busy_v100(LONG), k80_v100(), make_policy("dally", preempt=False)))
+    assert list(r.loc[["f0", "f1"], "gpu_type"]) == ["K80", "K80"]
+    assert r.loc["X", "start_s"] == pytest.approx(1.0)
+
+
+def test_dally_typed_reoffer_wins_a_fast_server() -> None:
+    # with layer 2: at the fillers' first lease end (20 s) X (efficiency 0)
+    # challenges them (efficiency 1) for V100 GPUs only (its type timer has
+    # not fired): one filler loses its server, X starts there at 20 s and
+    # ends at 45 s; no K80 job is disturbed (there is none), nobody runs on K80
+    r = rows(simulate(busy_v100(LONG), k80_v100(), make_policy("dally-typed")))
+    assert r.loc["X", "gpu_type"] == "V100-16GB"
+    assert r.loc["X", "start_s"] == pytest.approx(LEASE)
+    assert r.loc["X", "end_s"] == pytest.approx(LEASE + ON_V100)
+    assert r.loc[["f0", "f1"], "preemptions"].sum() == 1
+
+
+# -- Tiresias' preemption on the right type -----------------------------------------
+def test_tiresias_typed_preempts_on_the_waiting_jobs_type() -> None:
+    # thresholds of 100 GPU-s: A and C (V100 only) and K (K80 only) are
+    # demoted at 25 s. B (V100 only) arrives at 50 in the top queue: the worst
+    # running job is K, but its K80 GPUs are no use to B; tiresias-typed
+    # preempts C (the worst on V100): B runs 50..75 s. C restarts at 75 after
+    # a 4 s restore with 50 s of its 25,000 s done: ends at 75 + 4 + 24,950.
+    df = trace(
+        [("A", 0, 4, LONG), ("C", 0, 4, LONG), ("K", 0, 4, LONG), ("B", 50, 4, 1000)],
+        gpu_types=["V100-16GB", "V100-16GB", "K80", "V100-16GB"],
+    )
+    r = rows(simulate(df, k80_v100(), make_policy("tiresias-typed", thresholds_gpu_s=(100.0,))))
+    assert r.loc["B", "start_s"] == 50.0
+    assert r.loc["B", "end_s"] == pytest.approx(75.0)
+    assert list(r["preemptions"]) == [0, 1, 0, 0]
+    assert r.loc["C", "end_s"] == pytest.approx(75 + 4 + LONG * 0.025 - 50)
+    # the type-blind parent also preempts K (it counts free GPUs of any type)
+    blind = rows(simulate(df, k80_v100(), make_policy("tiresias", thresholds_gpu_s=(100.0,))))
+    assert blind.loc["K", "preemptions"] == 1
+
+
+# -- Gavel ------------------------------------------------------------------------------
+def test_gavel_round_moves_a_job_to_the_fast_type() -> None:
+    # rounds of 100 s. Round at 0: f0, f1 take both V100 servers. X arrives at
+    # 1: between rounds nobody is preempted, X starts on K80 (work-conserving).
+    # f0 ends at 40. Round at 100: X's rate (normalised service per GPU-second
+    # in the system) is 0.1588, f1's 1: X goes first and takes a V100. X is
+    # preempted on K80 after 99 s (99 x 4 x 0.1588 / 0.1 = 628.85 iterations
+    # done) and restarts on V100 after a 4 s restore: ends at
+    # 104 + (1000 - 628.85) x 0.025 = 113.28 s.
+    r = rows(simulate(busy_v100(1600), k80_v100(), make_policy("gavel", round_s=100.0)))
+    done = 99 * 4 * K80_RESNET50 / 0.1
+    assert r.loc["X", "start_s"] == pytest.approx(1.0)
+    assert r.loc["X", "preemptions"] == 1
+    assert r.loc["X", "gpu_type"] == "V100-16GB"  # the type it finished on
+    assert r.loc["X", "end_s"] == pytest.approx(104 + (1000 - done) * 0.1 / 4)
+    assert r.loc["f1", "preemptions"] == 0  # f1 keeps its V100: both fit
+
+
+def test_gavel_shares_the_fast_type_over_rounds() -> None:
+    # one V100 server's worth of fast GPUs, three long 4-GPU jobs that all
+    # accept both types (one K80 server idle would be a waste: 2 servers each)
+    c = Cluster(1, 2, 4, gpu_kinds=(GpuKind("K80"), GpuKind("V100-16GB")), server_kind=(0, 1))
+    df = trace([("a", 0, 4, LONG), ("b", 0, 4, LONG), ("c", 0, 4, LONG)])
+    policy = make_policy("gavel", round_s=100.0)
+    e = Engine(df, c, **policy.engine_kwargs())
+    policy.reset(EngineView(e))
+    on_v100: dict[str, int] = {"a": 0, "b": 0, "c": 0}
+    view = EngineView(e)
+    while e.now < 1000:
+        while True:
+            action = policy.act(view)
+            if isinstance(action, Wait):
+                break
+            e.apply(action)
+        for job in e.running.values():
+            if job.kind == 1 and e.now % 100 == 0:
+                on_v100[job.job_id] += 1
+        e.advance()
+    # a round at 0, 100, ..., 900: the V100 goes to the one furthest behind,
+    # so every job has it in some rounds
+    assert all(n >= 2 for n in on_v100.values()), on_v100
+
+
+# -- invariants on random typed traces -------------------------------------------------
+def random_typed(seed: int, n: int = 50) -> tuple[pd.DataFrame, Cluster]:
+    rng = np.random.default_rng(seed)
+    c = Cluster(
+        2,
+        2,
+        4,
+        gpu_kinds=(GpuKind("K80"), GpuKind("P100"), GpuKind("V100-16GB")),
+        server_kind=(0, 1, 2, 2),
+    )
+    specs = ["", "K80", "P100|V100-16GB", "V100-16GB", "K80|P100"]
+    df = pd.DataFrame(
+        {
+            "job_id": [f"j{i}" for i in range(n)],
+            "arrival_s": np.sort(rng.uniform(0, 600, n)),
+            "gpus": rng.choice([1, 2, 4], n),
+            "model": rng.choice(["resnet50", "vgg11", "transformer", "resnet18"], n),
+            "iterations": rng.uniform(100, 3000, n),
+            "iter_time_s": rng.uniform(0.05, 0.2, n),
+            "gpu_types": rng.choice(specs, n),
+        }
+    )
+    return df, c
+
+
+@pytest.mark.parametrize("name", TYPED_NAMES)
+@pytest.mark.parametrize("seed", [1, 2])
+def test_accepted_types_only_and_every_job_completes(name: str, seed: int) -> None:
+    df, c = random_typed(seed)
+    res = simulate(df, c, make_policy(name))
+    kind_of = {s: c.type_names[k] for s, k in enumerate(c.server_kind)}
+    accepted = {
+        str(row.job_id): set(str(row.gpu_types).split("|")) if row.gpu_types else set(c.type_names)
+        for row in df.itertuples()
+    }
+    assert len(res.placements) > 0
+    pl = res.placements
+    for job_id, server in zip(pl["job_id"].tolist(), pl["server"].tolist(), strict=True):
+        assert kind_of[server] in accepted[job_id], (job_id, server)
+    assert res.summary["completed"] == len(df)
+    total = sum(res.summary[f"gpu_h_{t}"] for t in c.type_names)
+    assert total == pytest.approx(res.jobs["gpu_time_s"].sum() / 3600)
+    # same seed, same result
+    again = simulate(df, c, make_policy(name))
+    pd.testing.assert_frame_equal(res.jobs, again.jobs)
