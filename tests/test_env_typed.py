@@ -343,3 +343,82 @@ def test_untyped_env_unchanged(cls, kwargs, digest):
             "global",
         }
     assert _rollout_digest(env, 7) == digest
+
+
+# -- the agents' architecture on typed observations --------------------------
+def test_typed_set_extractor_acts_on_a_typed_env():
+    th = pytest.importorskip("torch")
+    from ddl_gym.agents.typed_set_policy import TypedSetExtractor
+
+    env = SetClusterEnv(trace=random_typed_trace(12, 0), cluster=tiny_cluster(), K=4, M=4)
+    obs, info = env.reset(seed=0)
+    th.manual_seed(0)
+    fx = TypedSetExtractor(env.observation_space, K=4, M=4, hidden=16)  # pyright: ignore[reportArgumentType]
+    out = fx(th.as_tensor(obs).unsqueeze(0))
+    n = env.action_space.n  # pyright: ignore[reportAttributeAccessIssue]
+    assert fx.n_actions == n and out.shape == (1, n + 16)
+    assert th.isfinite(out).all()
+    with pytest.raises(ValueError, match="typed=True"):
+        TypedSetExtractor(
+            SetClusterEnv(
+                trace=random_typed_trace(3, 0), cluster=tiny_cluster(), K=4, M=4, typed=False
+            ).observation_space,  # type: ignore[arg-type]
+            K=4,
+            M=4,
+        )
+
+
+def test_shipped_model_acts_on_typed_clusters():
+    """The shipped checkpoint acts type-blind on a typed cluster (typed=False),
+    and its weights loaded into the typed extractor give the same untyped
+    logits and value on the typed observation's prefix."""
+    th = pytest.importorskip("torch")
+    from pathlib import Path
+
+    from ddl_gym.agents.policy import load_model
+    from ddl_gym.agents.typed_set_policy import TypedSetExtractor
+
+    from ddl_gym.env.set_observation import untyped_set_obs_size
+
+    path = Path(__file__).resolve().parents[1] / "agents" / "models" / "default.zip"
+    model = load_model(path, "maskable_ppo", "set")
+    fx = model.policy.features_extractor
+    K, M, hidden = fx.K, fx.M, fx.hidden
+    trace = random_typed_trace(20, 2)
+    blind = SetClusterEnv(trace=trace, cluster=tiny_cluster(), K=K, M=M, typed=False)
+    obs, info = blind.reset(seed=0)
+    for _ in range(30):  # the shipped model picks masked-in actions only
+        a, _ = model.predict(obs, action_masks=info["action_mask"], deterministic=True)
+        obs, _, terminated, _, info = blind.step(int(a))
+        assert "invalid" not in info
+        if terminated:
+            break
+
+    typed = SetClusterEnv(trace=trace, cluster=tiny_cluster(), K=K, M=M)
+    obs, _ = typed.reset(seed=0)
+    tx = TypedSetExtractor(typed.observation_space, K=K, M=M, hidden=hidden)  # pyright: ignore[reportArgumentType]
+    tx.load_untyped(fx.state_dict())
+    x = th.as_tensor(obs).unsqueeze(0)
+    with th.no_grad():
+        got = tx(x)
+        want = fx(x[..., : untyped_set_obs_size(K, M)])
+    n0 = 1 + 3 * K + M
+    th.testing.assert_close(got[..., :n0], want[..., :n0])
+    th.testing.assert_close(got[..., tx.n_actions :], want[..., n0:])
+    assert got.shape[-1] == typed.action_space.n + hidden  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def test_typed_set_policy_trains_a_few_steps_in_maskable_ppo():
+    pytest.importorskip("torch")
+    from ddl_gym.agents.typed_set_policy import TypedSetPolicy
+    from sb3_contrib import MaskablePPO
+
+    env = SetClusterEnv(trace=random_typed_trace(15, 4), cluster=tiny_cluster(), K=4, M=4)
+    kwargs = {"features_extractor_kwargs": {"K": 4, "M": 4, "hidden": 16}}
+    model = MaskablePPO(
+        TypedSetPolicy, env, n_steps=32, batch_size=16, n_epochs=1, policy_kwargs=kwargs, seed=0
+    )
+    model.learn(32)
+    obs, info = env.reset(seed=1)
+    a, _ = model.predict(obs, action_masks=info["action_mask"])
+    assert info["action_mask"][int(a)]
