@@ -32,11 +32,12 @@ servers.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddl_gym.engine import WAIT, Action, EngineView, Job, Place, Preempt
+from ddl_gym.engine import WAIT, Action, EngineView, Job, Place, Preempt, Status
 from ddl_gym.perf import Level, shape_of
 
 from .common import TighterMoves, placement_on, size_level
@@ -192,24 +193,70 @@ class TypedTiresiasPolicy(TiresiasPolicy):
     name: str = "tiresias-typed"
     _types: TypeOrder = field(default_factory=TypeOrder, repr=False)
     _typed: bool = field(default=False, repr=False)
+    # typed clusters: the waiting jobs per class (level, GPU demand, accepted
+    # types) as sorted ``(key, index)`` (a waiting job's key is frozen until
+    # it runs or is promoted), and each member's class and entry; kept by
+    # the parent's own queue hooks (``_pend_add``, ``_pend_remove``)
+    _tcls: dict[tuple[Level, int, tuple[int, ...]], list[tuple[Any, int]]] = field(
+        default_factory=dict, repr=False
+    )
+    _tentry: dict[int, tuple[tuple[Level, int, tuple[int, ...]], tuple[Any, int]]] = field(
+        default_factory=dict, repr=False
+    )
 
     def reset(self, view: EngineView, seed: int | None = None) -> None:
         super().reset(view, seed)
         self._types.clear()
         self._typed = view.cluster.typed
+        self._tcls.clear()
+        self._tentry.clear()
+
+    def _pend_add(self, view: EngineView, job: Job) -> None:
+        super()._pend_add(view, job)
+        if not self._typed or job.status != Status.PENDING or job.index in self._tentry:
+            return
+        entry = (self.key(view, job), job.index)
+        cls = (self.level_of(view, job), job.gpus, job.accepts)
+        self._tentry[job.index] = (cls, entry)
+        insort(self._tcls.setdefault(cls, []), entry)
+
+    def _pend_remove(self, index: int) -> None:
+        super()._pend_remove(index)
+        got = self._tentry.pop(index, None)
+        if got is not None:
+            cls, entry = got
+            members = self._tcls[cls]
+            if len(members) == 1:
+                del self._tcls[cls]
+            else:
+                del members[bisect_left(members, entry)]
 
     def schedule(self, view: EngineView) -> Action:
         if not self._typed:
             return super().schedule(view)
         return self._schedule_typed(view)
 
+    def _heads(self, view: EngineView) -> list[tuple[Any, Job]]:
+        """The first waiting job of each class (level, GPU demand, accepted
+        types) in priority order: all a pass can try, since a later job of a
+        class is covered by its first (see ``_schedule_typed``)."""
+        if len(self._tentry) != len(view.pending):  # (the parent rebuilt its queue)
+            self._tcls.clear()
+            self._tentry.clear()
+            for job in view.pending:
+                self._pend_add(view, job)
+        jobs = view.jobs
+        heads = sorted(members[0] for members in self._tcls.values())
+        return [(entry, jobs[entry[1]]) for entry in heads]
+
     def _schedule_typed(self, view: EngineView) -> Action:
-        """``PriorityPreemptive.schedule`` with the type rule: every waiting
-        job in priority order (the parent's shortcut of one job per GPU
-        demand does not hold when jobs accept different types); a job that
-        fits on some type starts on the fastest that does; one that fits on
-        none preempts worse jobs on its fastest type where that suffices."""
-        pending = self._order(view, view.pending)
+        """``PriorityPreemptive.schedule`` with the type rule, over the
+        waiting jobs in priority order (classes by accepted types too: the
+        parent's shortcuts by GPU demand alone do not hold when jobs accept
+        different types); a job that fits on some type starts on the fastest
+        that does; one that fits on none preempts worse jobs on its fastest
+        type where that suffices."""
+        pending = self._heads(view)
         worse_than: Callable[[Any], Iterable[Job]] | None = None
         # as the parent's ``cover``, per set of accepted types: a later job
         # accepting the same types, at least as large, at the same or a
@@ -246,45 +293,105 @@ class TypedGandivaPolicy(GandivaPolicy):
     name: str = "gandiva-typed"
     _types: TypeOrder = field(default_factory=TypeOrder, repr=False)
     _typed: bool = field(default=False, repr=False)
+    # typed clusters: the waiting jobs per class (GPU demand, type order,
+    # accepted types) as sorted ``(arrival, index)``, each member's class and
+    # entry, the jobs this policy preempted (queued again at the next call)
+    # and the instant whose arrivals are in
+    _gcls: dict[tuple[int, tuple[int, ...], tuple[int, ...]], list[tuple[float, int]]] = field(
+        default_factory=dict, repr=False
+    )
+    _gentry: dict[int, tuple[tuple[int, tuple[int, ...], tuple[int, ...]], tuple[float, int]]] = (
+        field(default_factory=dict, repr=False)
+    )
+    _gback: list[int] = field(default_factory=list, repr=False)
+    _gsynced: int = field(default=-1, repr=False)
 
     def reset(self, view: EngineView, seed: int | None = None) -> None:
         super().reset(view, seed)
         self._types.clear()
         self._typed = view.cluster.typed
         self._moves = TypedMoves() if self._typed else TighterMoves()
+        self._gcls.clear()
+        self._gentry.clear()
+        self._gback.clear()
+        self._gsynced = -1
+
+    # -- the waiting jobs by class ---------------------------------------------
+    def _gadd(self, view: EngineView, job: Job) -> None:
+        if job.status != Status.PENDING or job.index in self._gentry:
+            return
+        cls = (job.gpus, self._types(view, job), job.accepts)
+        entry = (job.arrival, job.index)
+        self._gentry[job.index] = (cls, entry)
+        insort(self._gcls.setdefault(cls, []), entry)
+
+    def _gremove(self, index: int) -> None:
+        got = self._gentry.pop(index, None)
+        if got is not None:
+            cls, entry = got
+            members = self._gcls[cls]
+            if len(members) == 1:
+                del self._gcls[cls]
+            else:
+                del members[bisect_left(members, entry)]
+
+    def _gsync(self, view: EngineView) -> None:
+        """This instant's arrivals and the jobs this policy preempted join
+        the classes (rebuilt from the view if the count disagrees)."""
+        if self._gsynced != view.instant:
+            self._gsynced = view.instant
+            for kind, index in view.events:
+                if kind == "arrival":
+                    self._gadd(view, view.job(index))
+        for index in self._gback:
+            self._gadd(view, view.job(index))
+        self._gback.clear()
+        if len(self._gentry) != len(view.pending):
+            self._gcls.clear()
+            self._gentry.clear()
+            for job in view.pending:
+                self._gadd(view, job)
+
+    def act(self, view: EngineView) -> Action:
+        action = super().act(view)
+        if self._typed:
+            if isinstance(action, Place):
+                self._gremove(action.job)
+            elif isinstance(action, Preempt):
+                self._gback.append(action.job)
+        return action
 
     def _decide(self, view: EngineView) -> Action:
         if not self._typed:
             return super()._decide(view)
+        self._gsync(view)
         action = self._migration(view)
         if action is not None:
             return action
         if not view.pending:
             return WAIT
-        # The parent's pass with classes (GPU demand, type order) in place of
-        # the GPU demand: within a class placement and tier are the same
-        # (state is fixed during the pass), so its first job decides for all.
+        # The parent's pass with classes (GPU demand, type order, accepted
+        # types) in place of the GPU demand: within a class placement and
+        # tier are the same (state is fixed during the pass), so its first
+        # job (by arrival) decides for all.
         free = view.free_per_type
-        heads: list[Job] = []
-        seen: set[tuple[int, tuple[int, ...]]] = set()
-        for job in view.pending:
-            order = self._types(view, job)
-            cls = (job.gpus, order)
-            if cls in seen:
-                continue
-            seen.add(cls)
-            if view.cluster.mix_types or any(free[k] >= job.gpus for k in order):
-                heads.append(job)
-        heads.sort(key=lambda job: (job.arrival, job.index))
+        mix = view.cluster.mix_types
+        jobs = view.jobs
+        heads = sorted(
+            members[0]
+            for (gpus, order, _), members in self._gcls.items()
+            if mix or any(free[k] >= gpus for k in order)
+        )
         best: tuple[int, int] | None = None
         chosen: tuple[Job, int | None] | None = None
-        for order, job in enumerate(heads):
+        for rank, (_, index) in enumerate(heads):
+            job = jobs[index]
             got = fastest_fitting(view, job, Level.NETWORK, self._types(view, job))
             if got is None:
                 continue
             tier = self._tier(self._demands, job, got[1])
-            if best is None or (tier, order) < best:
-                best = (tier, order)
+            if best is None or (tier, rank) < best:
+                best = (tier, rank)
                 chosen = (job, got[0])
                 if tier == 0:
                     break

@@ -266,3 +266,29 @@ def test_accepted_types_only_and_every_job_completes(name: str, seed: int) -> No
     # same seed, same result
     again = simulate(df, c, make_policy(name))
     pd.testing.assert_frame_equal(res.jobs, again.jobs)
+
+
+# -- Gandiva's migration stays on the job's type -----------------------------------------
+def test_gandiva_typed_migrates_within_its_type() -> None:
+    # a and b (3 GPUs each, V100 only) take one V100 server each, one GPU
+    # left on each. X (2 GPUs, any type) arrives at 1: the fastest type that
+    # fits is V100, across its two servers (one rack), though a K80 server
+    # is empty. b ends at 900 x 0.1 / 3 = 30 s: X moves to one V100 server
+    # (a strictly tighter level on its own type), not to the empty K80
+    # servers, where the engine's type-blind rule (tightest level, K80 listed
+    # first) would put it.
+    df = trace(
+        [("a", 0, 3, LONG), ("b", 0, 3, 900), ("X", 1, 2, 20000)],
+        gpu_types=["V100-16GB", "V100-16GB", ""],
+    )
+    res = simulate(df, k80_v100(), make_policy("gandiva-typed"))
+    r = rows(res)
+    assert r.loc["b", "end_s"] == pytest.approx(30.0)
+    assert r.loc["X", "preemptions"] == 1
+    assert r.loc["X", "gpu_type"] == "V100-16GB"
+    pl = res.placements[res.placements["job_id"] == "X"].sort_values(["start_s", "server"])
+    first = pl[pl["start_s"] == 1.0]
+    second = pl[pl["start_s"] > 1.0]
+    assert sorted(first["server"]) == [2, 3] and list(first["gpus"]) == [1, 1]
+    assert list(second["server"]) == [3] and list(second["gpus"]) == [2]
+    assert second["start_s"].iloc[0] == pytest.approx(r.loc["b", "end_s"])
