@@ -165,6 +165,8 @@ class TypeFeatures:
         # per (model, accepted types): normalised speed per type slot
         self._speeds: dict[tuple[str, tuple[int, ...]], tuple[float, ...]] = {}
         self._best: dict[tuple[str, tuple[int, ...]], float] = {}
+        # a running job's row changes only when it starts again: job -> (start, row)
+        self._running: dict[int, tuple[float, list[float]]] = {}
 
     def speeds(self, job: Job) -> tuple[float, ...]:
         """Speed on each type slot / speed on the best accepted type (0 unaccepted)."""
@@ -199,6 +201,14 @@ class TypeFeatures:
 
     def running_row(self, job: Job) -> list[float]:
         """``TYPE_RUNNING_FIELDS`` of a running job."""
+        got = self._running.get(job.index)
+        if got is not None and got[0] == job.started_at:
+            return got[1]
+        row = self._running_row(job)
+        self._running[job.index] = (job.started_at, row)
+        return row
+
+    def _running_row(self, job: Job) -> list[float]:
         self.speeds(job)  # fills _best
         best = self._best[(job.model, job.accepts)]
         onehot = [0.0] * MAX_TYPES
