@@ -1330,6 +1330,36 @@ def test_unseen_hardware_is_never_worse_than_predict_one_across_servers(measured
     assert "against its 2-GPU row instead of its 1-GPU row" in text
     assert "described as PCIe 3 servers instead" in text  # V100's NVLink is inferred
     assert "gavel_v100 within" in text and "by model:" in text
+    # Each cell's best links on k = 3's rows, and the cluster that sets the
+    # median over rows across servers, with what its prior's NIC costs.
+    assert "best links, k=3's rows" in t.columns and t["best links, k=3's rows"].notna().all()
+    assert "pollux_t4 holds" in text and "with that NIC known exactly" in text
+
+
+def test_best_links_find_the_bandwidths_a_table_was_measured_with():
+    """A held-out table measured exactly by the prior's form at two of the
+    grid's bandwidths: :func:`unseen.best_links` finds them with no error,
+    each at the level that sees it, and says how far they sit from the
+    prior (the other table's links)."""
+    from ddl_gym.fidelity.calibrate import FitResult
+    from ddl_gym.fidelity.unseen import _ORACLE_GRID, ACROSS, BEST_LINKS, WITHIN, best_links
+
+    gpu, nic = float(_ORACLE_GRID[12]), float(_ORACLE_GRID[8])
+    other = replace(_truth("shared"), overlap=0.0, comm_scale=())  # every row communicates
+    truth = replace(other, gpu_link=Link(gpu, 30 * US), nic=Link(nic, 80 * US))
+    truth = replace(truth, uplink=truth.nic)
+    df = pd.concat(
+        [_synthetic(truth).assign(cluster="a"), _synthetic(other).assign(cluster="b")],
+        ignore_index=True,
+    )
+    fits = {c: FitResult(f, (), 96, 0.1, True, "test") for c, f in (("a", truth), ("b", other))}
+    described = {"a": "PCIe 3 servers", "b": "PCIe 3 servers"}
+    best = best_links(df, fits, described, k=3, draws=2)
+    assert best[("a", WITHIN)][BEST_LINKS] < 1e-9
+    assert best[("a", WITHIN)]["best GPU link"] == pytest.approx(gpu)
+    assert best[("a", ACROSS)][BEST_LINKS] < 1e-9
+    assert best[("a", ACROSS)]["best NIC"] == pytest.approx(nic)
+    assert best[("a", ACROSS)]["best NIC, prior sds"] > 0
 
 
 def test_refine_keeps_a_prior_that_explains_the_rows():

@@ -330,6 +330,10 @@ def unseen_table(
         cols[f"k=0, k={k}'s rows"] = over_draws(
             [_medians(df, np.where(np.isnan(e), np.nan, err0)) for e in errs]
         )
+    if 3 in k_values:
+        best = best_links(df, fits, descriptions, 3, seed, draws)
+        for name in next(iter(best.values()), {}):
+            cols[name] = {key: v[name] for key, v in best.items()}
     keys = sorted(set().union(*cols.values()))
     rows = []
     for cluster, level in keys:
@@ -378,6 +382,138 @@ def pooled_errors(
             }
         )
     return pd.DataFrame(out)
+
+
+# The bandwidths :func:`best_links` tries, per link: 0.2 GB/s to 3 TB/s, log-spaced.
+_ORACLE_GRID = np.exp(np.linspace(math.log(0.2e9), math.log(3000e9), 25))
+BEST_LINKS = "best links, k=3's rows"  # the column of :func:`best_links`
+
+
+def best_links(
+    df: pd.DataFrame,
+    fits: dict[str, FitResult],
+    descriptions: dict[str, str],
+    k: int = 3,
+    seed: int = 0,
+    draws: int = CALIBRATION_DRAWS,
+) -> dict[tuple[str, str], dict[str, float]]:
+    """What k rows could at best do in this form, per cluster and level: the
+    least median error over a grid of GPU link and NIC bandwidths
+    (:data:`_ORACLE_GRID` each), every other term the k = 0 prior's and no
+    uncertainty, scored on the rows k = ``k`` scores (median over the
+    ``draws``), with the GPU link and NIC bandwidths that reach it and how
+    many of the prior's sds they sit from its medians. The k rows move only
+    those two bandwidths (:func:`posterior`), so where this is barely below
+    k = 0 on the same rows they have little to find (not a strict bound: the
+    posterior's predictions also shrink under its remaining uncertainty).
+    Reads the held-out cluster's errors: a diagnostic for the report, never
+    a prediction."""
+    hardware = {c: describe(descriptions.get(c, "")) for c in set(df["cluster"]) | set(fits)}
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for c, _idx, part, others in leave_one_cluster_out(df, fits):
+        part = part.reset_index(drop=True)
+        prior = prior_for(hardware[c], others, hardware, c, list(part["model"].unique()))
+        central, predict = prior.central, RatioPredictor(part)
+        pairs = list(itertools.product(_ORACLE_GRID, _ORACLE_GRID))
+        errs = np.array(
+            [
+                abs_rel_error(
+                    part,
+                    predict(
+                        replace(
+                            central,
+                            gpu_link=Link(g, central.gpu_link.latency),
+                            nic=Link(n, central.nic.latency),
+                            uplink=Link(n, central.nic.latency),
+                        )
+                    ),
+                )
+                for g, n in pairs
+            ]
+        )
+        scored = []
+        for s in draw_seeds(seed, draws):
+            keep = np.ones(len(part), dtype=bool)
+            keep[np.concatenate(refine_rows(part, k, s))] = False
+            scored.append(keep)
+        levels, informative = level_of(part), ~part["is_reference"].to_numpy()
+        for level in (WITHIN, ACROSS):
+            cell = informative & (levels == level)
+            if not cell.any():
+                continue
+            per_pair = np.median(
+                [np.nanmedian(errs[:, cell & keep], axis=1) for keep in scored], axis=0
+            )
+            best = int(np.argmin(per_pair))
+            g, n = pairs[best]
+            out[(str(c), level)] = {
+                BEST_LINKS: float(per_pair[best]),
+                "best GPU link": float(g),
+                "best NIC": float(n),
+                # How far those sit from the prior's medians, in its sds: the
+                # posterior's grid reaches 4 (:data:`_POSTERIOR_GRID`).
+                "best GPU link, prior sds": abs(math.log(g / central.gpu_link.bandwidth))
+                / max(prior.gpu_sigma, _MIN_SIGMA),
+                "best NIC, prior sds": abs(math.log(n / central.nic.bandwidth))
+                / max(prior.nic_sigma, _MIN_SIGMA),
+            }
+    return out
+
+
+def _dominant_lines(
+    df: pd.DataFrame, fits: dict[str, FitResult], descriptions: dict[str, str]
+) -> list[str]:
+    """Where one cluster holds most of a level's rows, the median over rows
+    is that cluster's cell: say so, and across servers what its prior's NIC
+    costs (its own fit's NIC in the prior instead, with the prior's
+    uncertainty and without)."""
+    hardware = {c: describe(descriptions.get(c, "")) for c in set(df["cluster"]) | set(fits)}
+    ok, levels = ~df["is_reference"].to_numpy(), level_of(df)
+    lines = []
+    for level in (WITHIN, ACROSS):
+        counts = df[ok & (levels == level)]["cluster"].value_counts()
+        if counts.empty or counts.iloc[0] * 2 <= counts.sum():
+            continue
+        c, n = str(counts.index[0]), int(counts.iloc[0])
+        text = (
+            f"{c} holds {n:,} of {int(counts.sum()):,} rows {level}, so the median over "
+            f"rows there is nearly {c}'s cell; the median over clusters weighs each "
+            "cluster once."
+        )
+        others = {o: f for o, f in fits.items() if o != c}
+        if level == ACROSS and c in fits and others:
+            part = df[df["cluster"] == c]
+            prior = prior_for(hardware[c], others, hardware, c, list(part["model"].unique()))
+            own = fits[c].fabric.nic
+            cell = (levels[df["cluster"].to_numpy() == c] == ACROSS) & ~part[
+                "is_reference"
+            ].to_numpy()
+
+            def err(p: Prior, part: pd.DataFrame = part, cell: np.ndarray = cell) -> float:
+                return float(np.nanmedian(abs_rel_error(part, p.predict(part))[cell]))
+
+            mine = replace(prior.central, nic=own, uplink=own)
+            stated = [o for o in others if hardware[o].network_stated]
+            text += (
+                f" Held out, {c}'s prior NIC is {prior.central.nic.bandwidth / 1e9:.2g} GB/s "
+                f"(sigma {prior.nic_sigma:.2f}), its own fit's {own.bandwidth / 1e9:.2g} GB/s. "
+                f"With its own fit's NIC in the prior, every other term and the uncertainty "
+                f"unchanged, its cell would be {_pct(err(replace(prior, central=mine)))}; "
+                f"with that NIC known exactly (sigma 0), "
+                f"{_pct(err(replace(prior, central=mine, nic_sigma=0.0)))}. "
+                + (
+                    f"No other table states its network ({c}'s is the only stated one), so "
+                    "held out no network family is measured and the NIC takes the default "
+                    "efficiency of the other level's links; nothing in the other tables "
+                    "says a network reaches a smaller share of its datasheet than a PCIe "
+                    "link does, so reaching the target over rows would take this table's "
+                    "own network."
+                    if not stated
+                    else f"Other tables stating a network: {', '.join(sorted(stated))}."
+                )
+            )
+        lines += ["", text]
+    return lines
 
 
 def _worst_jobs(part: pd.DataFrame, pred: np.ndarray, top: int = 3) -> str:
@@ -522,6 +658,26 @@ def k_rows_verdict(table: pd.DataFrame) -> dict[str, list[str]]:
     return out
 
 
+def _reach(r: pd.Series) -> str:
+    """What the best links of one cell (:func:`best_links`) say of it:
+    where k rows would have to move the links, and whether they can."""
+    best = r.get(BEST_LINKS, np.nan)
+    if best != best:
+        return ""
+    link, sds = ("GPU link", "best GPU link") if r["level"] == WITHIN else ("NIC", "best NIC")
+    gb, z = float(r[sds]) / 1e9, float(r[sds + ", prior sds"])
+    text = (
+        f"; the best {link} at any bandwidth (every other term the prior's) reaches "
+        f"{_pct(best)} on these rows, against k = 0's {_pct(float(r[SAME_ROWS]))}, at "
+        f"{gb:.3g} GB/s, {z:.1f} prior sds from the prior's median"
+    )
+    if z > _POSTERIOR_GRID[-1]:
+        text += " (beyond the posterior's reach of 4 sds: the prior rules it out)"
+    elif best >= float(r[SAME_ROWS]) - 0.01:
+        text += " (under a point below k = 0: nothing three rows can be expected to find)"
+    return text
+
+
 def _verdict_lines(table: pd.DataFrame, descriptions: dict[str, str]) -> list[str]:
     """Where the prior is worse than predict 1, and what k = 3 rows do
     against k = 0 on the same rows (:func:`k_rows_verdict`), with why where
@@ -560,20 +716,23 @@ def _verdict_lines(table: pd.DataFrame, descriptions: dict[str, str]) -> list[st
         if not any(c.startswith(cell + " (") for c in v["tied"] + v["worse"]):
             continue
         hw = describe(descriptions.get(str(r["cluster"]), ""))
+        reach = _reach(r)
         if not hw.known:
             why.append(
                 f"{cell}: its description states nothing, so its prior is the stand-in "
                 f"`{UNKNOWN_HARDWARE_FABRIC}` links (no exposed communication), uncertain by "
                 "the fits' spread about them; no bandwidth within that reach predicts the "
-                "rows' cost, so k rows hardly move its predictions"
+                "rows' cost, so k rows hardly move its predictions" + reach
             )
         elif r["own fit, in-sample"] > TARGETS[str(r["level"])]:
             why.append(
                 f"{cell}: the form cannot follow this table (its own fit misses by "
                 f"{_pct(r['own fit, in-sample'])} in-sample, predict 1 by "
                 f"{_pct(r['predict 1'])}): rows that agree with each other can still "
-                "pull the link where the table's other rows are not"
+                "pull the link where the table's other rows are not" + reach
             )
+        elif reach:
+            why.append(cell + reach[1:])
     if why:
         lines += ["", "Where k = 3 does not improve: " + "; ".join(why) + "."]
     return lines
@@ -634,6 +793,13 @@ def unseen_markdown(
         "The k rows are not scored; k = 3 is the median over the draws of which "
         "rows, and `k=0, k=3's rows` is k = 0 scored on the same rows (the k = 3 "
         "figure leaves three rows out, which alone moves a small table's median). "
+        "`best links, k=3's rows` (`unseen.best_links`, a bound for this report that "
+        "reads the held-out errors, never a prediction): the least error on the same "
+        "rows of any GPU link and NIC bandwidth (25 x 25, 0.2 GB/s to 3 TB/s), every "
+        "other term the prior's: the two bandwidths are all k rows move, so where this "
+        "is barely below `k=0, k=3's rows` the rows have little to find (a guide, not a "
+        "strict bound: the posterior's remaining uncertainty shrinks its predictions "
+        "toward 1, which moves a cell a little either way). "
         "`own fit, in-sample`: the cluster's own fit in the same form, scored on the "
         "rows it saw: what no transfer in this form can beat by much. Nearest "
         "datasheet preset: `fidelity.hardware.nearest_preset` of the same description.",
@@ -650,8 +816,9 @@ def unseen_markdown(
         "--table` reads such a table in the documented format.",
         "",
         "| cluster | classes (intra / network; ? = not stated) | level | points | predict 1 "
-        "| nearest datasheet preset | k=0 | k=3 | k=0, k=3's rows | own fit, in-sample |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| nearest datasheet preset | k=0 | k=3 | k=0, k=3's rows | best links, k=3's rows "
+        "| own fit, in-sample |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for _, r in table.iterrows():
         hw = describe(descriptions.get(r["cluster"], ""))
@@ -668,7 +835,7 @@ def unseen_markdown(
             f"{_pct(r['predict 1'])} | {r['nearest preset']}: "
             f"{_pct(r['nearest datasheet preset'])} | {_pct(r['k=0'])} | "
             f"{_pct(r['k=3'])} | {_pct(r.get(SAME_ROWS, np.nan))} | "
-            f"{_pct(r['own fit, in-sample'])} |"
+            f"{_pct(r.get(BEST_LINKS, np.nan))} | {_pct(r['own fit, in-sample'])} |"
         )
     head += ["", *_verdict_lines(table, descriptions)]
     if fits:
@@ -687,6 +854,7 @@ def unseen_markdown(
                 f"{_pct(p['predict 1, over rows'])} | {_pct(p['prior, over clusters'])} | "
                 f"{_pct(p['predict 1, over clusters'])} |"
             )
+        head += _dominant_lines(df, fits, descriptions)
     head += [
         "",
         f"Targets: median <= {TARGETS[WITHIN]:.0%} within one server and <= "
