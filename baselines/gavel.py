@@ -79,6 +79,10 @@ class GavelPolicy(BasePolicy):
     _evict: list[int] = field(default_factory=list, repr=False)
     _plan: dict[int, int] = field(default_factory=dict, repr=False)
     _round_instant: int = field(default=-1, repr=False)
+    # the jobs in priority order as of one instant (keys do not move within
+    # an instant): computed once per instant, not per action
+    _order_at: int = field(default=-1, repr=False)
+    _order: list[Job] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         if not self.round_s > 0:
@@ -95,6 +99,8 @@ class GavelPolicy(BasePolicy):
         self._evict = []
         self._plan = {}
         self._round_instant = -1
+        self._order_at = -1
+        self._order = []
 
     # -- normalised throughput --------------------------------------------------
     def options(self, view: EngineView, job: Job) -> tuple[tuple[int, float], ...]:
@@ -171,7 +177,17 @@ class GavelPolicy(BasePolicy):
                             need -= take
                         plan[job.index] = MIXED
         self._plan = plan
+        self._order_at = view.instant
+        self._order = active
         self._evict = [job.index for job in view.running if plan.get(job.index) != self._slot(job)]
+
+    def _ordered(self, view: EngineView) -> list[Job]:
+        """The waiting (and, at a round, running) jobs in priority order as
+        of this instant; callers skip those no longer waiting."""
+        if self._order_at != view.instant:
+            self._order_at = view.instant
+            self._order = [j for _, j in sorted((self.key(view, j), j) for j in view.pending)]
+        return self._order
 
     def _slot(self, job: Job) -> int:
         """The plan's type of the placement a running job has."""
@@ -194,8 +210,15 @@ class GavelPolicy(BasePolicy):
         """Work-conserving: the first waiting job (least rate first) on its
         best type with room now."""
         free = view.total_free
-        waiting = sorted((self.key(view, j), j) for j in view.pending if j.gpus <= free)
-        for _, job in waiting:
+        demands = view.pending_demands()
+        if not demands:
+            return None
+        if min(demands) > (free if view.cluster.mix_types else max(view.free_per_type)):
+            return None  # no waiting job fits any one type: no need to order them
+        pending = Status.PENDING
+        for job in self._ordered(view):
+            if job.status != pending or job.gpus > free:
+                continue
             options = self.options(view, job)
             for k, _ in options:
                 action = self._place(view, job, k)
@@ -232,10 +255,11 @@ class GavelPolicy(BasePolicy):
             if view.job(index).status == Status.RUNNING:
                 return Preempt(index)
         free = view.total_free
-        starts = sorted(
-            (self.key(view, j), j) for j in view.pending if j.index in self._plan and j.gpus <= free
-        )
-        for _, job in starts:
+        plan = self._plan
+        pending = Status.PENDING
+        for job in self._ordered(view):
+            if job.status != pending or job.gpus > free or job.index not in plan:
+                continue
             action = self._place(view, job, self._plan[job.index])
             if action is not None:
                 return action
