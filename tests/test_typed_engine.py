@@ -290,3 +290,27 @@ def test_typed_accounting_over_a_random_trace() -> None:
     assert total == pytest.approx(res.jobs["gpu_time_s"].sum() / 3600)
     assert res.summary["completed"] == n
     assert not math.isnan(res.summary["mean_jct_s"])
+
+
+@pytest.mark.parametrize("policy", ["fifo", "gandiva", "tiresias", "dally"])
+def test_a_typed_cluster_of_equal_mixable_types_runs_as_untyped(policy: str) -> None:
+    """Two types of equal speed and link with mixing allowed leave nothing
+    for the types to change: every job's result is the untyped one, bit for
+    bit (the typed machinery itself changes no schedule)."""
+    from ddl_gym.baselines import make_policy
+
+    from ddl_gym.bench_typed import typed_variant
+    from ddl_gym.engine import simulate
+    from ddl_gym.traces import synthetic_trace
+
+    tr = synthetic_trace(n_jobs=300, seed=3, arrival_rate_per_h=60.0, max_gpus=32)
+    base = Cluster(4, 2, 8)
+    typed = replace(typed_variant(base, ("V100-16GB", "V100-32GB")), mix_types=True)
+    assert len(set(typed.server_kind)) == 2
+    results = [
+        simulate(tr, c, make_policy(policy), congestion="moderate") for c in (base, typed)
+    ]
+    cols = [c for c in results[0].jobs.columns]
+    pd.testing.assert_frame_equal(results[0].jobs[cols], results[1].jobs[cols])
+    for key, value in results[0].summary.items():
+        assert results[1].summary[key] == value, key

@@ -215,6 +215,8 @@ class Engine:
         self.pending = PendingQueue()  # ordered by (arrival, index)
         self.running: dict[int, Job] = {}
         self.n_done = 0
+        # type-blind placements a typed cluster could not hold (``run_policy``)
+        self.deferred = 0
         self.background = self.congestion.at(self.now)
         self._uplink_alpha = self.perf.uplink_latency(self.background)
         self._heap: list[tuple[float, int, int, int, int]] = []

@@ -178,4 +178,5 @@ def build_result(engine) -> Result:
         ]
         for name, seconds in zip(types.names, types.gpu_seconds, strict=True):
             summary[f"gpu_h_{name}"] = seconds / 3600.0
+        summary["deferred_places"] = float(engine.deferred)
     return Result(jobs, series, summary, placements)

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from typing import Any
 
-from ddl_gym.engine.actions import WAIT, Wait
+from ddl_gym.engine.actions import WAIT, InvalidAction, Place, Preempt, Wait
 from ddl_gym.engine.engine import Engine
 from ddl_gym.engine.gcpause import cyclic_gc_paused
 from ddl_gym.engine.metrics import Result
@@ -79,19 +79,46 @@ def run_policy(
 ) -> None:
     """Drive ``engine`` to the end with ``policy`` (see ``simulate``).
     ``pause_gc``: run with the cyclic garbage collector off
-    (:func:`cyclic_gc_paused`; False leaves it alone)."""
+    (:func:`cyclic_gc_paused`; False leaves it alone).
+
+    On a typed cluster a policy that is not type-aware (no true
+    ``type_aware`` attribute) reasons about free GPUs as if the cluster had
+    one type, so it may ask for a placement no single accepted type can hold:
+    that placement is not made and ends the policy's turn, as if it had
+    waited (a type-blind scheduler's attempt failing). ``engine.deferred``
+    counts them (the result's ``deferred_places``). Such a policy may also
+    preempt for a job its free counts say would then fit and, when it does
+    not, put the victim back and preempt it again: preempting a job a second
+    time at one instant is not done and ends its turn, which breaks that
+    cycle (a migration, one preemption and one placement, is unaffected)."""
     with cyclic_gc_paused() if pause_gc else nullcontext():
         view = EngineView(engine)
         act = policy.act
+        type_blind = engine.types is not None and not getattr(policy, "type_aware", False)
+        preempted: set[int] = set()  # (type-blind on a typed cluster: this instant's)
         while not engine.done:
             for _ in range(max_actions_per_instant):
                 action = act(view)
                 if action is WAIT or isinstance(action, Wait):
                     break
+                if type_blind:
+                    if isinstance(action, Place):
+                        try:
+                            engine.apply(action)
+                        except InvalidAction:
+                            engine.deferred += 1
+                            break
+                        continue
+                    if isinstance(action, Preempt):
+                        if action.job in preempted:
+                            engine.deferred += 1
+                            break
+                        preempted.add(action.job)
                 engine.apply(action)
             else:
                 raise RuntimeError(
                     f"policy {type(policy).__name__} took {max_actions_per_instant} actions "
                     f"at t={engine.now} without waiting"
                 )
+            preempted.clear()
             engine.advance()
