@@ -71,8 +71,8 @@ class TypedDallyPolicy(DallyPolicy):
         until ``type_timer`` leases have passed since its last resource
         change, then all."""
         order = self._types(view, job)
-        if view.waited(job) / self.lease_s >= self.type_timer - EPS:
-            return order
+        if not order or view.waited(job) / self.lease_s >= self.type_timer - EPS:
+            return order  # (none: only a mixed placement holds it, nothing to wait for)
         top = view.type_speed(job, order[0])
         return tuple(k for k in order if view.type_speed(job, k) >= top)
 

@@ -14,9 +14,10 @@ import pandas as pd
 import pytest
 from ddl_gym.baselines import POLICY_NAMES, TYPED_NAMES, TYPED_PARENT, make_policy
 
-from ddl_gym.engine import Engine, EngineView, Wait, simulate
+from ddl_gym.engine import Engine, EngineView, Wait, run_policy, simulate
 from ddl_gym.topology import Cluster, GpuKind
 from ddl_gym.traces import synthetic_trace
+from tests.helpers import InvariantChecker
 
 K80_RESNET50 = 0.1588  # Gavel-measured ResNet-50 K80/V100 throughput
 ON_V100 = 1000 * 0.1 / 4  # 25 s
@@ -292,3 +293,52 @@ def test_gandiva_typed_migrates_within_its_type() -> None:
     assert sorted(first["server"]) == [2, 3] and list(first["gpus"]) == [1, 1]
     assert list(second["server"]) == [3] and list(second["gpus"]) == [2]
     assert second["start_s"].iloc[0] == pytest.approx(r.loc["b", "end_s"])
+
+
+# -- engine invariants at every decision, on one type or mixed ---------------------------
+class TypeChecked:
+    """Wraps a policy: the engine's invariants and every running job on one
+    type it accepts (or, mixing allowed, on types it accepts) at each call."""
+
+    def __init__(self, policy, engine: Engine) -> None:
+        self.policy, self.engine = policy, engine
+        self.checker = InvariantChecker()
+
+    def reset(self, view, seed=None):
+        self.policy.reset(view, seed=seed)
+
+    def act(self, view):
+        e = self.engine
+        self.checker.check(e)
+        kinds = e.cluster.server_kind
+        for job in e.running.values():
+            on = {kinds[s] for s, _ in job.placement}
+            assert on <= set(job.accepts), (job.job_id, on, job.accepts)
+            assert len(on) == 1 or e.cluster.mix_types
+        return self.policy.act(view)
+
+
+@pytest.mark.parametrize("mix", [False, True])
+@pytest.mark.parametrize("name", TYPED_NAMES)
+def test_invariants_at_every_decision(name: str, mix: bool) -> None:
+    df, c = random_typed(3, n=80)
+    if mix:
+        # three 4-GPU servers of different types in one rack, mixing allowed:
+        # 8-GPU jobs that accept any type must span types
+        c = Cluster(
+            1,
+            3,
+            4,
+            gpu_kinds=(GpuKind("K80"), GpuKind("P100"), GpuKind("V100-16GB")),
+            server_kind=(0, 1, 2),
+            mix_types=True,
+        )
+        df.loc[df.index[::7], ["gpus", "gpu_types"]] = [8, ""]
+    policy = make_policy(name)
+    engine = Engine(df, c, **policy.engine_kwargs())
+    checked = TypeChecked(policy, engine)
+    checked.reset(EngineView(engine), seed=0)
+    run_policy(engine, checked)
+    checked.checker.finish(engine)
+    if mix:
+        assert "mixed" in set(engine.result().jobs["gpu_type"])
