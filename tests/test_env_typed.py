@@ -54,6 +54,13 @@ def job(job_id, arrival, gpus, model="resnet50", iters=1000.0, t=0.1, types="", 
     }
 
 
+def run_row(speed: float, kind: int) -> list[float]:
+    """Expected ``TYPE_RUNNING_FIELDS`` of a job on one type."""
+    onehot = [0.0] * MAX_TYPES
+    onehot[kind] = 1.0
+    return [speed, 0.0, *onehot]
+
+
 def trace_of(rows):
     return make_trace("typed", pd.DataFrame(rows), None)
 
@@ -111,10 +118,13 @@ def test_check_env_typed_layout_on_untyped_and_blind_layout_on_typed():
 
 
 def test_more_types_than_slots_is_an_error_naming_the_limit():
-    kinds = tuple(GpuKind(n) for n in ("K80", "P100", "V100-16GB", "T4", "A100-40GB"))
-    cluster = Cluster(1, 5, 4, get_fabric("seed"), gpu_kinds=kinds, server_kind=(0, 1, 2, 3, 4))
+    names = ("K80", "P100", "V100-16GB", "V100-32GB", "T4", "A10", "A100-40GB", "A100-80GB", "H100")
+    assert len(names) == MAX_TYPES + 1
+    kinds = tuple(GpuKind(n) for n in names)
+    n = len(kinds)
+    cluster = Cluster(1, n, 4, get_fabric("seed"), gpu_kinds=kinds, server_kind=tuple(range(n)))
     trace = trace_of([job("a", 0.0, 1)])
-    with pytest.raises(ValueError, match="5 GPU types.*4 type slots.*MAX_TYPES"):
+    with pytest.raises(ValueError, match=f"{n} GPU types.*{MAX_TYPES} type slots.*MAX_TYPES"):
         SetClusterEnv(trace=trace, cluster=cluster)
     # the type-blind layout has no type slots: any number of types
     env = SetClusterEnv(trace=trace, cluster=cluster, typed=False, K=2, M=2)
@@ -229,8 +239,8 @@ def test_set_observation_typed_values_by_hand():
     assert mask[4:7].all()
     assert TYPE_RUNNING_FIELDS[:2] == ("speed", "mixed")
     # running rows, start order: a on V100 (its best: 1.0), b on K80 (its only type: 1.0)
-    np.testing.assert_allclose(rtype[0], [1.0, 0, 0, 1, 0, 0])
-    np.testing.assert_allclose(rtype[1], [1.0, 0, 1, 0, 0, 0])
+    np.testing.assert_allclose(rtype[0], run_row(1.0, V100))
+    np.testing.assert_allclose(rtype[1], run_row(1.0, K80))
 
 
 def test_dict_observation_typed_values_and_slower_type():
@@ -242,7 +252,7 @@ def test_dict_observation_typed_values_and_slower_type():
     obs, *_ = env.step(env.action_index(Place(0, Level.MACHINE, K80)))
     np.testing.assert_allclose(obs["types"][:2], [[1, 0.5, 0.5, 1], [1, 1, 0.5, 1]])
     # a runs on K80 at 0.1588 of its best type; its slowdown stays communication only
-    np.testing.assert_allclose(obs["running_types"][0], [0.1588, 0, 1, 0, 0, 0], rtol=1e-6)
+    np.testing.assert_allclose(obs["running_types"][0], run_row(0.1588, K80), rtol=1e-6)
     assert obs["running"][0, 9] == 0.0  # one server: no communication
     obs, *_ = env.step(env.action_index(Place(1, Level.MACHINE, V100)))
     e = env.engine

@@ -80,7 +80,7 @@ class ClusterEnv(gym.Env):
       policy loop place / preempt without time passing).
 
     **GPU types** (a typed cluster, ``Cluster.gpu_kinds``; see ``typed``).
-    The typed layout has ``Discrete(1 + 3K + M + 3TK)``, ``T = MAX_TYPES = 4``
+    The typed layout has ``Discrete(1 + 3K + M + 3TK)``, ``T = MAX_TYPES = 8``
     type slots (``ddl_gym.env.typed_obs``; the cluster's types in
     ``gpu_kinds`` order; more types is an error naming the limit):
 
@@ -167,9 +167,9 @@ class ClusterEnv(gym.Env):
       (the job's predicted compute speed on the type, ``view.type_speed``, /
       its speed on its best accepted type; 0 for a type it does not accept),
       ``feasible_machine|rack|network`` (the typed place actions' mask).
-    * ``running_types`` (M, 6): ``speed`` on the type it runs on (same
+    * ``running_types`` (M, 2 + T): ``speed`` on the type it runs on (same
       normalisation), ``mixed`` (a placement over several types, only with
-      ``mix_types``), ``on_type_0..3`` (one-hot of its type).
+      ``mix_types``), ``on_type_0..7`` (one-hot of its type).
     * ``types`` (T, 4), per type slot: ``present``, ``free`` (fraction of
       the type's GPUs free), ``share`` (its GPUs / the cluster's),
       ``max_server_free`` (largest free block on one of its servers / GPUs

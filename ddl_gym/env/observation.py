@@ -397,12 +397,15 @@ class ObsBuilder:
         # forever without time passing.
         m += [job.started_at < now for job in running]
         m += [False] * (M - n_run)
-        if typed is not None:
-            m += typed_m
-            m += [False] * (3 * MAX_TYPES * (K - len(win)))
         if done:
             m[0] = True
-        self.mask = np.fromiter(m, dtype=bool, count=self.n_actions)
+        if typed is None:
+            self.mask = np.fromiter(m, dtype=bool, count=self.n_actions)
+        else:  # typed place actions after the untyped ones; empty rows False
+            mask = np.zeros(self.n_actions, dtype=bool)
+            mask[: len(m)] = m
+            mask[len(m) : len(m) + len(typed_m)] = typed_m
+            self.mask = mask
         self.has_choice = any(m[1:])
 
         # global
@@ -428,14 +431,11 @@ class ObsBuilder:
             max_rack * inv_rack,
             1.0 if e.lease_expired else 0.0,
         )
-        if typed is not None:
-            buf += typed_p
-            buf += [0.0] * (len(TYPE_PENDING_FIELDS) * MAX_TYPES * (K - len(win)))
-            for job in running:
-                buf += typed.running_row(job)
-            buf += [0.0] * (len(TYPE_RUNNING_FIELDS) * (M - n_run))
-            buf += typed.global_rows()
-        flat = np.fromiter(buf, dtype=np.float32, count=self._size)
+        if typed is None:
+            flat = np.fromiter(buf, dtype=np.float32, count=self._size)
+        else:
+            base = np.fromiter(buf, dtype=np.float32, count=len(buf))
+            flat = np.concatenate((base, typed.block(typed_p, running, K, M)))
         self.obs = {key: flat[a:b].reshape(shape) for key, a, b, shape in self._layout}
 
     def observation(self) -> dict[str, np.ndarray]:

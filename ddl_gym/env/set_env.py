@@ -35,11 +35,11 @@ class SetClusterEnv(ClusterEnv):
     In the typed layout (``typed``; typed clusters by default) a typed block
     follows: ``K x MAX_TYPES x 4`` (per pending row and type slot: ``speed``
     normalised by the job's best accepted type, 0 unaccepted;
-    ``feasible_machine|rack|network`` on that type), ``M x 6`` (per running
-    row: ``speed`` on its type, ``mixed``, ``on_type_0..3``) and
+    ``feasible_machine|rack|network`` on that type), ``M x (2 + MAX_TYPES)`` (per running
+    row: ``speed`` on its type, ``mixed``, ``on_type_0..7``) and
     ``MAX_TYPES x 4`` (per type: ``present``, fraction ``free``, ``share`` of
     the cluster's GPUs, ``max_server_free``): ``Box(0, 1, (K * 23 + M * 21 +
-    13 + K * 16 + M * 6 + 16,))`` with ``MAX_TYPES = 4``
+    13 + K * 32 + M * 10 + 32,))`` with ``MAX_TYPES = 8``
     (``set_observation.split_typed_set_obs`` cuts the block). The untyped
     prefix keeps its meaning, so a type-blind network reads it unchanged.
 

@@ -381,12 +381,15 @@ class SetObsBuilder:
         fr_ = len(SET_RUNNING_FIELDS)
         buf += [0.0] * (fr_ * (M - len(running)))
         m += [False] * (M - len(running))
-        if typed is not None:
-            m += typed_m
-            m += [False] * (3 * MAX_TYPES * (K - len(rows)))
         if e.done:
             m[0] = True
-        self.mask = np.fromiter(m, dtype=bool, count=self.n_actions)
+        if typed is None:
+            self.mask = np.fromiter(m, dtype=bool, count=self.n_actions)
+        else:  # typed place actions after the untyped ones; empty rows False
+            mask = np.zeros(self.n_actions, dtype=bool)
+            mask[: len(m)] = m
+            mask[len(m) : len(m) + len(typed_m)] = typed_m
+            self.mask = mask
         self.has_choice = any(m[1:])
 
         n_run = len(e.running)
@@ -410,14 +413,11 @@ class SetObsBuilder:
             float(any(kind in ("tick", "wake") for kind, _ in events)),
             (budget - preempted) / budget if budget > 0 else 0.0,
         )
-        if typed is not None:
-            buf += typed_p
-            buf += [0.0] * (len(TYPE_PENDING_FIELDS) * MAX_TYPES * (K - len(rows)))
-            for job in running:
-                buf += typed.running_row(job)
-            buf += [0.0] * (len(TYPE_RUNNING_FIELDS) * (M - len(running)))
-            buf += typed.global_rows()
-        self.obs = np.fromiter(buf, dtype=np.float32, count=self._size)
+        if typed is None:
+            self.obs = np.fromiter(buf, dtype=np.float32, count=self._size)
+        else:
+            base = np.fromiter(buf, dtype=np.float32, count=len(buf))
+            self.obs = np.concatenate((base, typed.block(typed_p, running, K, M)))
 
     def observation(self) -> np.ndarray:
         return self.obs

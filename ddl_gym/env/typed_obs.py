@@ -37,10 +37,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from ddl_gym.engine import Engine, Job
 from ddl_gym.topology import Cluster
 
-MAX_TYPES = 4  # type slots of the typed layout: one network for any cluster of up to 4 types
+# type slots of the typed layout: one network for any cluster of up to 8 types
+# (openb's own node list has 7: P100, V100-16GB, V100-32GB, T4, A10, G2, G3)
+MAX_TYPES = 8
 
 TYPE_PENDING_FIELDS = ("speed", "feasible_machine", "feasible_rack", "feasible_network")
 TYPE_RUNNING_FIELDS = ("speed", "mixed", *(f"on_type_{t}" for t in range(MAX_TYPES)))
@@ -167,6 +171,7 @@ class TypeFeatures:
         self._best: dict[tuple[str, tuple[int, ...]], float] = {}
         # a running job's row changes only when it starts again: job -> (start, row)
         self._running: dict[int, tuple[float, list[float]]] = {}
+        self._pad = [0.0] * (len(TYPE_PENDING_FIELDS) * (MAX_TYPES - self.n))
 
     def speeds(self, job: Job) -> tuple[float, ...]:
         """Speed on each type slot / speed on the best accepted type (0 unaccepted)."""
@@ -191,12 +196,10 @@ class TypeFeatures:
         """``TYPE_PENDING_FIELDS`` per slot, slot-major (``MAX_TYPES * 4`` values)."""
         sp = self.speeds(job)
         out: list[float] = []
-        for t in range(MAX_TYPES):
-            if t < self.n:
-                i = 3 * t
-                out += (sp[t], _F[on_types[i]], _F[on_types[i + 1]], _F[on_types[i + 2]])
-            else:
-                out += _ZERO4
+        for t in range(self.n):
+            i = 3 * t
+            out += (sp[t], _F[on_types[i]], _F[on_types[i + 1]], _F[on_types[i + 2]])
+        out += self._pad  # empty slots
         return out
 
     def running_row(self, job: Job) -> list[float]:
@@ -219,6 +222,21 @@ class TypeFeatures:
         if kind >= 0:
             onehot[kind] = 1.0
         return [(1.0 / job.tfac) / best, _F[kind < 0], *onehot]
+
+    def block(self, pending_rows: list[float], running: list[Job], K: int, M: int) -> np.ndarray:
+        """The typed block (pending rows, running rows, type slots), float32,
+        empty rows zeros (written by numpy, not converted value by value)."""
+        fp, fr = len(TYPE_PENDING_FIELDS) * MAX_TYPES, len(TYPE_RUNNING_FIELDS)
+        out = np.zeros(K * fp + M * fr + len(TYPE_GLOBAL_FIELDS) * MAX_TYPES, dtype=np.float32)
+        out[: len(pending_rows)] = pending_rows
+        at = K * fp
+        if running:
+            rows: list[float] = []
+            for job in running:
+                rows += self.running_row(job)
+            out[at : at + len(rows)] = rows
+        out[at + M * fr :] = self.global_rows()
+        return out
 
     def global_rows(self) -> list[float]:
         """``TYPE_GLOBAL_FIELDS`` per slot, slot-major (``MAX_TYPES * 4`` values)."""
