@@ -304,7 +304,7 @@ class Prior:
         )
 
 
-def _pooled_spread(fits: dict[str, Fabric], link: str) -> float:
+def pooled_spread(fits: dict[str, Fabric], link: str) -> float:
     """The leave-one-cluster-out spread of the fitted bandwidths of ``link``
     (``gpu_link`` or ``nic``), for a level the description does not state."""
     spread = loco_spread([getattr(f, link).bandwidth for f in fits.values()])
@@ -334,8 +334,8 @@ def class_prior(
     states nothing gets ``unknown``'s links (default ``pooled``'s), with the
     fits' spread.
     """
-    gpu_sigma = _pooled_spread(fits, "gpu_link") if fits else DEFAULT_SIGMA
-    nic_sigma = _pooled_spread(fits, "nic") if fits else DEFAULT_SIGMA
+    gpu_sigma = pooled_spread(fits, "gpu_link") if fits else DEFAULT_SIGMA
+    nic_sigma = pooled_spread(fits, "nic") if fits else DEFAULT_SIGMA
     if not hw.known:
         base = unknown or pooled
         central = replace(

@@ -49,6 +49,7 @@ from ddl_gym.fidelity.hardware import (
     class_table,
     describe,
     nearest_preset,
+    pooled_spread,
 )
 from ddl_gym.fidelity.measured import MACHINE
 from ddl_gym.fidelity.own_table import below_one, non_monotone
@@ -494,6 +495,14 @@ def _dominant_lines(
 
             mine = replace(prior.central, nic=own, uplink=own)
             stated = [o for o in others if hardware[o].network_stated]
+            # What issue 51 rules out: the measured tables' pooled NIC for a
+            # stated network no table measured.
+            pooled = transfer_prior(others, target=c, models=list(part["model"].unique())).nic
+            borrowed = Prior(
+                replace(prior.central, nic=pooled, uplink=pooled),
+                prior.gpu_sigma,
+                pooled_spread({o: f.fabric for o, f in others.items()}, "nic"),
+            )
             text += (
                 f" Held out, {c}'s prior NIC is {prior.central.nic.bandwidth / 1e9:.2g} GB/s "
                 f"(sigma {prior.nic_sigma:.2f}), its own fit's {own.bandwidth / 1e9:.2g} GB/s. "
@@ -507,7 +516,14 @@ def _dominant_lines(
                     "efficiency of the other level's links; nothing in the other tables "
                     "says a network reaches a smaller share of its datasheet than a PCIe "
                     "link does, so reaching the target over rows would take this table's "
-                    "own network."
+                    "own network. The other tables' pooled NIC in its place "
+                    f"({pooled.bandwidth / 1e9:.2g} GB/s, {pooled.latency * 1e3:.2g} ms, "
+                    f"sigma {borrowed.nic_sigma:.2f}), the stated network ignored, would "
+                    f"give {_pct(err(borrowed))}, but issue 51 rules that out (a stated link "
+                    "is its datasheet times a measured or default efficiency, never other "
+                    "hardware's fitted link): it reads any stated network as the measured "
+                    "tables' unstated ones, so an 8x HDR InfiniBand server would get the "
+                    "same 1-2 GB/s."
                     if not stated
                     else f"Other tables stating a network: {', '.join(sorted(stated))}."
                 )
