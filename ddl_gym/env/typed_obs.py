@@ -93,7 +93,7 @@ class TypeFeasibility:
             self.max_rack = [max(e.rack_free)]
             self.type_free = [e.total_free]
             return
-        self.max_free = [max(f) for f in pools.free]
+        self.max_free = [index.largest() for index in pools.index]  # (no scan)
         self.max_rack = [max(r) for r in pools.rack_free]
         self.type_free = pools.type_free
         if self.mix:
