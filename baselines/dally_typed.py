@@ -15,9 +15,10 @@ more timer of the same kind, on the GPU type:
   two kinds of timer are independent: a job takes a placement only when
   both its level (rack/network timers) and its type (type timer) allow it;
   among the types allowed it takes the fastest that fits at its allowed
-  level. Types whose whole capacity is below the job's demand are never
-  waited for. On a ``mix_types`` cluster a mixed placement is the last
-  resort after the type timer, when no single type fits.
+  level (among equally fast types the tightest placement: speed first,
+  locality second). Types whose whole capacity is below the job's demand
+  are never waited for. On a ``mix_types`` cluster a mixed placement is the
+  last resort after the type timer, when no single type fits.
 * **re-offer** (layer 2): as Dally's (least efficient first, free GPUs
   before expired ones, ``margin``, incumbents win ties), but a waiting job
   competes only for GPUs of the types it accepts now (a plain dry run on
@@ -45,7 +46,7 @@ from ddl_gym.perf import Level
 
 from .common import EPS, placement_on
 from .dally import DallyPolicy
-from .typed import TypeOrder
+from .typed import TypeOrder, fastest_fit
 
 
 @dataclass
@@ -105,12 +106,15 @@ class TypedDallyPolicy(DallyPolicy):
             key = (job.gpus, level, types, mixed)
             if key in failed:
                 continue
-            for k in types:
-                if free_type[k] >= job.gpus:
-                    placement = view.placement_for(job, level, k)
-                    if placement is not None:
-                        self._type_of[index] = k
-                        return job, level, placement
+            gpus = job.gpus
+
+            def find(k: int, job=job, level=level, gpus=gpus) -> list[tuple[int, int]] | None:
+                return view.placement_for(job, level, k) if free_type[k] >= gpus else None
+
+            got = fastest_fit(view, job, types, find)
+            if got is not None:
+                self._type_of[index] = got[0]
+                return job, level, got[1]
             if mixed:
                 placement = view.placement_for(job, level)
                 if placement is not None:
@@ -162,20 +166,30 @@ class TypedDallyPolicy(DallyPolicy):
                 gpus = challenger.gpus
                 level = self.allowed_level(view, challenger)
                 types = self.allowed_types(view, challenger)
-                won = None
+                got = None
                 if self.reoffer_free_first:
-                    for k in types:
-                        if free_k[k] >= gpus:
-                            won = placement_on(cluster, on_type(free, k), gpus, level)
-                            if won is not None:
-                                break
-                if won is None:  # it needs expired GPUs (or the old rule)
-                    for k in types:
-                        if pool_k[k] >= gpus:
-                            won = placement_on(cluster, on_type(pool, k), gpus, level)
-                            if won is not None:
-                                break
-                for server, g in won or ():
+                    got = fastest_fit(
+                        view,
+                        challenger,
+                        types,
+                        lambda k, g=gpus, lv=level: (
+                            placement_on(cluster, on_type(free, k), g, lv)
+                            if free_k[k] >= g
+                            else None
+                        ),
+                    )
+                if got is None:  # it needs expired GPUs (or the old rule)
+                    got = fastest_fit(
+                        view,
+                        challenger,
+                        types,
+                        lambda k, g=gpus, lv=level: (
+                            placement_on(cluster, on_type(pool, k), g, lv)
+                            if pool_k[k] >= g
+                            else None
+                        ),
+                    )
+                for server, g in got[1] if got is not None else ():
                     k = kinds[server]
                     pool[server] -= g
                     pool_k[k] -= g

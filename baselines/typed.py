@@ -5,9 +5,11 @@ preemption, Gandiva's arrival order, affinity tiers and migration); only
 *where* changes, by one stated rule shared by both:
 
 * **type choice**: a job runs on the fastest of its accepted types
-  (``view.type_speed``, ties to the type listed first in ``gpu_kinds``) that
-  fits now within the level the parent allows; if the fastest has no room
-  it falls back to the next fastest that does, and so on. These policies
+  (``view.type_speed``) that fits now within the level the parent allows;
+  among equally fast types (e.g. V100-16GB and V100-32GB) on the one with
+  the tightest placement, then the one listed first in ``gpu_kinds``. If
+  the fastest has no room it falls back to the next fastest that does, and
+  so on: speed first, locality second. These policies
   never hold a job back for a faster type (``dally-typed`` does). Types
   whose whole capacity is below the job's demand are never tried. On a
   ``mix_types`` cluster a mixed placement (``gpu_type=None``, the engine's
@@ -67,18 +69,61 @@ class TypeOrder:
         return order
 
 
+def fastest_fit(
+    view: EngineView,
+    job: Job,
+    order: Iterable[int],
+    find: Callable[[int], list[tuple[int, int]] | None],
+) -> tuple[int, list[tuple[int, int]]] | None:
+    """``(type, placement)`` by the type rule: the fastest types of ``order``
+    (fastest first) where ``find(type)`` gives a placement, and among those
+    equally fast the tightest placement (then the earlier in ``order``);
+    None if ``find`` gives none on any type."""
+    cluster = view.cluster
+    S = cluster.servers_per_rack
+    tightest = size_level(cluster, job.gpus)
+    best: tuple[int, list[tuple[int, int]], int] | None = None
+    best_speed = 0.0
+    for k in order:
+        speed = view.type_speed(job, k)
+        if best is not None and speed < best_speed:
+            break  # slower than a type that fits
+        placement = find(k)
+        if placement is None:
+            continue
+        level = placement_level(placement, S)
+        if best is None or level < best[2]:
+            best, best_speed = (k, placement, level), speed
+            if level <= tightest:
+                break  # none tighter
+    return None if best is None else (best[0], best[1])
+
+
+def placement_level(placement: list[tuple[int, int]], servers_per_rack: int) -> int:
+    """The level a placement spans (one server, one rack, several)."""
+    if len(placement) == 1:
+        return Level.MACHINE
+    rack = placement[0][0] // servers_per_rack
+    if all(s // servers_per_rack == rack for s, _ in placement):
+        return Level.RACK
+    return Level.NETWORK
+
+
 def fastest_fitting(
     view: EngineView, job: Job, level: Level, order: Iterable[int]
 ) -> tuple[int | None, list[tuple[int, int]]] | None:
-    """``(type, placement)`` of the first type of ``order`` (fastest first)
-    that holds ``job`` within ``level`` now; on a ``mix_types`` cluster a
-    mixed placement (type None) if no single type does; None if nothing fits."""
+    """``(type, placement)`` by the type rule (``fastest_fit``) within
+    ``level`` now; on a ``mix_types`` cluster a mixed placement (type None)
+    if no single type holds the job; None if nothing fits."""
     free = view.free_per_type
-    for k in order:
-        if free[k] >= job.gpus:
-            placement = view.placement_for(job, level, k)
-            if placement is not None:
-                return k, placement
+    gpus = job.gpus
+
+    def find(k: int) -> list[tuple[int, int]] | None:
+        return view.placement_for(job, level, k) if free[k] >= gpus else None
+
+    got = fastest_fit(view, job, order, find)
+    if got is not None:
+        return got
     if view.cluster.mix_types:
         placement = view.placement_for(job, level)
         if placement is not None:

@@ -342,3 +342,43 @@ def test_invariants_at_every_decision(name: str, mix: bool) -> None:
     checked.checker.finish(engine)
     if mix:
         assert "mixed" in set(engine.result().jobs["gpu_type"])
+
+
+# -- the typed code paths on one type: the parents' decisions ---------------------------
+@pytest.mark.parametrize("name", sorted(TYPED_PARENT))
+def test_one_type_cluster_equals_parent_on_untyped(name: str) -> None:
+    # a typed cluster of one type at V100 speed runs the typed passes (typed
+    # re-offer, victims on a type, moves within a type, classes by accepted
+    # types) on the same GPUs as the untyped cluster: same decisions, bit for
+    # bit, preemptions and migrations included
+    tr = synthetic_trace(n_jobs=200, seed=0, arrival_rate_per_h=1500, max_gpus=16)
+    one = Cluster(4, 4, 4, gpu_kinds=(GpuKind("V100-16GB"),), server_kind=(0,) * 16)
+    got = simulate(tr, one, make_policy(name)).jobs
+    want = simulate(tr, Cluster(4, 4, 4), make_policy(TYPED_PARENT[name])).jobs
+    assert set(got["gpu_type"]) == {"V100-16GB"}
+    pd.testing.assert_frame_equal(got.drop(columns=["gpu_type"]), want)
+    assert want["preemptions"].sum() > 0
+
+
+def test_equally_fast_types_take_the_tightest_placement() -> None:
+    # one rack: two V100-16GB servers with 3 GPUs busy each, one V100-32GB
+    # server free (same speed). X (2 GPUs) fits the 16GB type only across
+    # two servers, the 32GB type on one: speed ties, locality decides (on
+    # V100 one server runs 1,000 iterations on 2 GPUs in 50 s)
+    c = Cluster(
+        1,
+        3,
+        4,
+        gpu_kinds=(GpuKind("V100-16GB"), GpuKind("V100-32GB")),
+        server_kind=(0, 0, 1),
+    )
+    df = trace(
+        [("f0", 0, 3, LONG), ("f1", 0, 3, LONG), ("X", 1, 2, 1000)],
+        gpu_types=["V100-16GB", "V100-16GB", ""],
+    )
+    for name in ("tiresias-typed", "gandiva-typed", "dally-typed"):
+        res = simulate(df, c, make_policy(name))
+        pl = res.placements
+        assert sorted(pl[pl["job_id"] != "X"]["server"]) == [0, 1], name
+        assert list(pl[pl["job_id"] == "X"]["server"]) == [2], name
+        assert rows(res).loc["X", "end_s"] == pytest.approx(1 + 1000 * 0.1 / 2), name
