@@ -432,3 +432,27 @@ def test_typed_set_policy_trains_a_few_steps_in_maskable_ppo():
     obs, info = env.reset(seed=1)
     a, _ = model.predict(obs, action_masks=info["action_mask"])
     assert info["action_mask"][int(a)]
+
+
+@pytest.mark.parametrize("name", ["fifo", "gandiva", "tiresias-typed", "gandiva-typed", "gavel"])
+def test_heuristics_through_the_typed_env_equal_simulate(name):
+    """Type-aware policies' typed places go through the typed actions; a
+    type-blind policy's impossible placement ends its turn as in simulate().
+    (Not type-blind Tiresias: on this trace it preempts a job at the instant
+    it started, which simulate() allows once and the env never does.)"""
+    from ddl_gym.baselines import make_policy
+
+    from ddl_gym.engine import simulate
+    from ddl_gym.env import heuristic_rollout
+
+    trace = random_typed_trace(30, 5)
+    ref = simulate(trace, tiny_cluster(), make_policy(name), seed=0)
+    policy = make_policy(name)
+    env = ClusterEnv(trace=trace, cluster=tiny_cluster(), K=64, M=64, **policy.engine_kwargs())
+    heuristic_rollout(env, policy, seed=0)
+    assert env.engine is not None
+    got = env.engine.result()
+    pd.testing.assert_frame_equal(got.jobs, ref.jobs)
+    assert got.summary == ref.summary
+    if name == "fifo":  # its head-of-line placements often fit no accepted type
+        assert got.summary["deferred_places"] > 0

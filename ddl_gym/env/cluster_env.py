@@ -539,16 +539,28 @@ def heuristic_rollout(
 
     The env's engine settings are fixed when it is made, so make it with the
     policy's (``gym.make(id, **policy.engine_kwargs())``); settings that
-    differ give a ``PolicyEngineWarning``, as in ``simulate()``."""
+    differ give a ``PolicyEngineWarning``, as in ``simulate()``.
+
+    On a typed cluster a type-blind policy (no true ``type_aware``
+    attribute) may ask for a placement no accepted type can hold; as in
+    ``simulate()`` (``engine/simulate.py``, ``run_policy``) that attempt
+    ends its turn (a WAIT) and counts in ``engine.deferred``, so the two
+    give the same results."""
     from ddl_gym.engine.simulate import merge_engine_kwargs
 
     base: ClusterEnv = env.unwrapped  # type: ignore[assignment]
     merge_engine_kwargs(policy, base._engine_kwargs, stacklevel=3)
     _, info = env.reset(seed=seed)
     policy.reset(base.view, seed=seed)
+    engine = base.engine
+    assert engine is not None
+    type_blind = engine.types is not None and not getattr(policy, "type_aware", False)
     total = 0.0
     for _ in range(max_steps):
         a = base.action_index(policy.act(base.view))
+        if type_blind and a != 0 and not base.action_masks()[a]:
+            engine.deferred += 1  # simulate()'s rule: the attempt ends the turn
+            a = 0
         _, r, terminated, truncated, info = env.step(a)
         if "invalid" in info:
             raise RuntimeError(f"policy chose an invalid action: {info['invalid']}")
