@@ -382,3 +382,30 @@ def test_equally_fast_types_take_the_tightest_placement() -> None:
         assert sorted(pl[pl["job_id"] != "X"]["server"]) == [0, 1], name
         assert list(pl[pl["job_id"] == "X"]["server"]) == [2], name
         assert rows(res).loc["X", "end_s"] == pytest.approx(1 + 1000 * 0.1 / 2), name
+
+
+@pytest.mark.parametrize("mix", [False, True])
+def test_dally_typed_lease_hints_skip_only_idle_boundaries(mix: bool) -> None:
+    # Dally's lease hints count free GPUs of every type (more than a typed
+    # job may use): lazy leases must then give the results of eager ones
+    import warnings
+
+    from ddl_gym.engine.simulate import PolicyEngineWarning
+
+    df, c = random_typed(4, n=120)
+    if mix:
+        c = Cluster(
+            1,
+            4,
+            4,
+            gpu_kinds=(GpuKind("K80"), GpuKind("P100"), GpuKind("V100-16GB")),
+            server_kind=(0, 1, 2, 2),
+            mix_types=True,
+        )
+    for kw in ({}, {"auto_tune": False, "type_timer": 1.0}):
+        lazy = simulate(df, c, make_policy("dally-typed", **kw))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PolicyEngineWarning)
+            eager = simulate(df, c, make_policy("dally-typed", **kw), lazy_leases=False)
+        pd.testing.assert_frame_equal(lazy.jobs, eager.jobs)
+        assert lazy.jobs["preemptions"].sum() > 0
