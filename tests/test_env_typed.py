@@ -157,12 +157,30 @@ def _check_step(env, mask) -> None:
             assert action.gpu_type in e.jobs[action.job].accepts
 
 
+def uneven_cluster() -> Cluster:
+    """2 racks x 2 servers of up to 8 GPUs, servers of 2, 8 (K80), 8, 3 (V100) GPUs."""
+    return Cluster(
+        2,
+        2,
+        8,
+        get_fabric("seed"),
+        gpu_kinds=(GpuKind("K80"), GpuKind("V100-16GB")),
+        server_kind=(0, 0, 1, 1),
+        server_gpus=(2, 8, 8, 3),
+    )
+
+
 @pytest.mark.parametrize("cls", [ClusterEnv, SetClusterEnv])
-@pytest.mark.parametrize("mix", [False, True])
-def test_random_masked_rollouts_respect_types_and_finish(cls, mix):
+@pytest.mark.parametrize("shape", ["tiny", "mixable", "uneven"])
+def test_random_masked_rollouts_respect_types_and_finish(cls, shape):
+    cluster = {
+        "tiny": tiny_cluster(),
+        "mixable": tiny_cluster(mix_types=True),
+        "uneven": uneven_cluster(),
+    }[shape]
     for seed in range(3):
         trace = random_typed_trace(25, seed)
-        env = cls(trace=trace, cluster=tiny_cluster(mix_types=mix), K=4, M=4)
+        env = cls(trace=trace, cluster=cluster, K=4, M=4)
         obs, info = env.reset(seed=seed)
         rng = np.random.default_rng(seed)
         steps = 0
