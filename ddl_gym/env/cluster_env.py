@@ -178,8 +178,8 @@ class ClusterEnv(gym.Env):
     On a typed cluster the base fields keep their meaning, with two
     precisions: ``slowdown`` (running) is ``t_iter`` over the job's compute
     time on its own type (communication only; the type's speed is in
-    ``running_types``), and the pending ``slowdown_*`` are predicted at the
-    trace's (V100-referenced) compute time.
+    ``running_types``), and a pending job's ``slowdown_*`` and ``remaining``
+    are at the trace's (V100-referenced) compute time, its type not chosen yet.
 
     ``wrappers.FlattenClusterObs`` flattens it for MLP policies.
     ``set_env.SetClusterEnv`` is this env with a size-free observation (a
