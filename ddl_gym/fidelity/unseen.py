@@ -683,9 +683,9 @@ def _reach(r: pd.Series) -> str:
     link, sds = ("GPU link", "best GPU link") if r["level"] == WITHIN else ("NIC", "best NIC")
     gb, z = float(r[sds]) / 1e9, float(r[sds + ", prior sds"])
     text = (
-        f"; the best {link} at any bandwidth (every other term the prior's) reaches "
-        f"{_pct(best)} on these rows, against k = 0's {_pct(float(r[SAME_ROWS]))}, at "
-        f"{gb:.3g} GB/s, {z:.1f} prior sds from the prior's median"
+        f"; the best GPU link and NIC at any bandwidths (every other term the prior's) "
+        f"reach {_pct(best)} on these rows, against k = 0's {_pct(float(r[SAME_ROWS]))}, "
+        f"with the {link} at {gb:.3g} GB/s, {z:.1f} of the prior's sds from its median"
     )
     if z > _POSTERIOR_GRID[-1]:
         text += " (beyond the posterior's reach of 4 sds: the prior rules it out)"
