@@ -53,6 +53,10 @@ from .typed import TypeOrder, fastest_fit
 class TypedDallyPolicy(DallyPolicy):
     """Dally with a per-type delay timer; see the module docstring."""
 
+    # places on GPU types itself: run_policy holds it to every action (no
+    # type-blind leniency, ``ddl_gym.engine.simulate.run_policy``)
+    type_aware = True
+
     type_timer: float = 6.0
     name: str = "dally-typed"
     _types: TypeOrder = field(default_factory=TypeOrder, repr=False)

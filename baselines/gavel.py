@@ -61,6 +61,10 @@ class GavelPolicy(BasePolicy):
     """Round-based, throughput-normalised max-min fairness (greedy); see the
     module docstring."""
 
+    # places on GPU types itself: run_policy holds it to every action (no
+    # type-blind leniency, ``ddl_gym.engine.simulate.run_policy``)
+    type_aware = True
+
     round_s: float = 360.0
     name: str = "gavel"
     _wake: WakeUps = field(default_factory=WakeUps, repr=False)

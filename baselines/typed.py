@@ -235,6 +235,10 @@ class TypedTiresiasPolicy(TiresiasPolicy):
     """Tiresias with the type rule of the module docstring: its order,
     queues, starvation promotion and consolidation classes unchanged."""
 
+    # places on GPU types itself: run_policy holds it to every action (no
+    # type-blind leniency, ``ddl_gym.engine.simulate.run_policy``)
+    type_aware = True
+
     name: str = "tiresias-typed"
     _types: TypeOrder = field(default_factory=TypeOrder, repr=False)
     _typed: bool = field(default=False, repr=False)
@@ -334,6 +338,10 @@ class TypedGandivaPolicy(GandivaPolicy):
     """Gandiva with the type rule of the module docstring: arrival order with
     backfilling, affinity tiers and migration unchanged, migration kept on
     the job's type (``TypedMoves``)."""
+
+    # places on GPU types itself: run_policy holds it to every action (no
+    # type-blind leniency, ``ddl_gym.engine.simulate.run_policy``)
+    type_aware = True
 
     name: str = "gandiva-typed"
     _types: TypeOrder = field(default_factory=TypeOrder, repr=False)

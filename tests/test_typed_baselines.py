@@ -64,6 +64,7 @@ def test_registry() -> None:
         policy = make_policy(name)
         assert policy.name == name
         assert policy.deterministic
+        assert getattr(policy, "type_aware", False)  # no type-blind leniency in run_policy
     # dally-typed is auto-tuned Dally plus the type timer, with Dally's engine settings
     assert make_policy("dally-typed").engine_kwargs() == make_policy("dally").engine_kwargs()
     assert make_policy("dally-typed", type_timer=2).type_timer == 2
@@ -262,6 +263,7 @@ def test_accepted_types_only_and_every_job_completes(name: str, seed: int) -> No
     for job_id, server in zip(pl["job_id"].tolist(), pl["server"].tolist(), strict=True):
         assert kind_of[server] in accepted[job_id], (job_id, server)
     assert res.summary["completed"] == len(df)
+    assert res.summary.get("deferred_places", 0) == 0
     total = sum(res.summary[f"gpu_h_{t}"] for t in c.type_names)
     assert total == pytest.approx(res.jobs["gpu_time_s"].sum() / 3600)
     # same seed, same result
