@@ -684,19 +684,26 @@ _CLUSTER_SHAPE = re.compile(r"^(\d+)x(\d+)x(\d+)$")
 
 
 def get_cluster(cluster: str | Cluster, fabric: str | Fabric | None = None) -> Cluster:
-    """A ``Cluster``, a preset name, or ``"RxSxG"`` (racks x servers per rack x
-    GPUs per server, fabric ``seed`` unless ``fabric`` says otherwise);
-    ``fabric`` overrides the cluster's fabric."""
+    """A ``Cluster``, a preset name, a typed preset's name
+    (:data:`ddl_gym.typed_clusters.TYPED_CLUSTER_NAMES`: ``gavel-kpv``,
+    ``v100-a100-h100``, ``openb`` read from the data dir), or ``"RxSxG"``
+    (racks x servers per rack x GPUs per server, fabric ``seed`` unless
+    ``fabric`` says otherwise); ``fabric`` overrides the cluster's fabric."""
     if isinstance(cluster, str):
         shape = _CLUSTER_SHAPE.match(cluster)
         if shape:
             return Cluster(*(int(x) for x in shape.groups()), fabric=get_fabric(fabric or "seed"))
-        try:
+        if cluster in CLUSTERS:
             cluster = CLUSTERS[cluster]
-        except KeyError:
-            raise ValueError(
-                f"unknown cluster {cluster!r}; known clusters: {', '.join(CLUSTERS)}"
-            ) from None
+        else:
+            # typed presets live apart (they read the GPU catalogue and, for
+            # openb, the data dir): imported on use, no import cycle
+            from ddl_gym.typed_clusters import TYPED_CLUSTER_NAMES, get_typed_cluster
+
+            if cluster not in TYPED_CLUSTER_NAMES:
+                known = ", ".join((*CLUSTERS, *TYPED_CLUSTER_NAMES))
+                raise ValueError(f"unknown cluster {cluster!r}; known clusters: {known}")
+            cluster = get_typed_cluster(cluster)
     if fabric is not None:
         cluster = cluster.with_fabric(fabric)
     return cluster

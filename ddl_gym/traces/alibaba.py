@@ -22,6 +22,14 @@ deletion_time (seconds from trace start). Decisions:
   ``iter_time_s`` is the model's catalogue reference time and
   ``iterations = duration * num_gpu / iter_time_s`` (linear speed-up).
 * A kept pod with zero run time is an error (``zero_duration="skip"`` drops).
+* GPU types: where the file has ``gpu_spec`` (the GPU models a pod accepts,
+  openb spellings joined by ``|``; empty or ``nan``: any) and some kept pod
+  names a model, the trace gets the schema's ``gpu_types`` column (catalogue
+  names, sorted, ``|``-joined; ``''`` for any): a typed cluster runs each pod
+  only on the types it accepts. A list where no kept pod names one (the
+  default list and its dev cut) gets no column, so its trace is unchanged.
+  ``gpu_types=True`` always adds the column, ``False`` never. An unknown
+  model is an error naming file, row and ``gpu_spec``.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ._io import read_csv_raw
+from .openb_types import parse_gpu_spec
 from .schema import (
     Trace,
     TraceWarning,
@@ -66,6 +75,7 @@ def load_alibaba(
     unscheduled: Literal["skip", "error"] = "skip",
     zero_duration: Literal["error", "skip"] = "error",
     model_rule: str = "gpu_time",
+    gpu_types: bool | None = None,
 ) -> Trace:
     if fractional not in ("skip", "round_up"):
         raise ValueError(f"fractional must be 'skip' or 'round_up', got {fractional!r}")
@@ -156,9 +166,30 @@ def load_alibaba(
             "duration_s": run[keep],
         }
     )
+    if "gpu_spec" in raw.columns and gpu_types is not False:
+        specs = _accepted_types(raw["gpu_spec"], src, rows, keep)
+        if gpu_types or any(specs):
+            df["gpu_types"] = specs
     df = assign_models(df, seed, rule=model_rule)
     ref = {m: reference_iter_time(m) for m in set(df["model"])}
     df["iter_time_s"] = df["model"].map(ref).astype("float64")
     df["iterations"] = df["duration_s"] * df["gpus"] / df["iter_time_s"]
     fields = {"job_id": "name", "arrival_s": "creation_time", "gpus": "num_gpu"}
+    if "gpu_types" in df.columns:
+        fields["gpu_types"] = "gpu_spec"
     return make_trace(Path(path).stem, df, src, rows[keep], fields, dropped)
+
+
+def _accepted_types(
+    column: pd.Series, source: str, rows: np.ndarray, keep: np.ndarray
+) -> list[str]:
+    """The kept pods' ``gpu_spec`` cells as ``gpu_types`` cells (sorted
+    catalogue names joined by ``|``; ``''`` for any type)."""
+    out: list[str] = []
+    seen: dict[str, str] = {}
+    for text, row in zip(column.to_numpy()[keep], rows[keep], strict=True):
+        cell = seen.get(text)
+        if cell is None:
+            cell = seen[text] = "|".join(sorted(parse_gpu_spec(str(text), source, int(row))))
+        out.append(cell)
+    return out
