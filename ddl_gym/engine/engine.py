@@ -29,6 +29,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -38,7 +39,7 @@ from ddl_gym.engine.hints import NO_HINTS, LeaseHints, asked_at
 from ddl_gym.engine.job import Job, Status
 from ddl_gym.engine.leases import LeaseSkipper
 from ddl_gym.engine.metrics import Result, build_result
-from ddl_gym.engine.packer import FreeIndex
+from ddl_gym.engine.packer import FreeIndex, find_placement_units
 from ddl_gym.engine.pending import PendingQueue
 from ddl_gym.engine.perf_source import SlowdownSource, check_perf_source
 from ddl_gym.engine.typed import TypePools
@@ -46,6 +47,10 @@ from ddl_gym.perf import Level, PerfModel, Shape, shape_of
 from ddl_gym.profiles import get_profile
 from ddl_gym.topology import Cluster, Congestion, get_cluster, get_congestion
 from ddl_gym.traces import Trace, check_fits, validate
+
+if TYPE_CHECKING:
+    from ddl_gym.llm.engine_model import LLMPerf
+    from ddl_gym.llm.layout import Layout
 
 COMPLETION, CONGESTION, ARRIVAL, LEASE, WAKE, TICK = range(6)
 # (module constants: an enum member's lookup costs more in the hot loops)
@@ -121,6 +126,16 @@ class Engine:
             counts, not GPUs).
         contention: cross-rack jobs share rack uplinks (False: each job
             sees a whole uplink, as in the seed's model).
+        llm_split_tp: let an LLM job's TP group span servers (default
+            False: every server's share of an LLM job is a multiple of its
+            TP size, ``packer.find_placement_units``).
+        llm_gpu: the GPUs of an untyped cluster as the LLM model sees them
+            (a ``ddl_gym.llm.PEAK_FLOPS`` name; default the calibrated A100).
+
+    LLM jobs (a trace's ``layout`` column, docs/llm.md) run ``iterations``
+    training iterations of their layout; their iteration time comes from
+    ``ddl_gym.llm`` under the placement's shape (``llm/engine_model.py``),
+    their ``iter_time_s`` is not read. Jobs without a layout are unchanged.
 
     On a typed cluster (``Cluster.gpu_kinds``) jobs run on the GPU types
     they accept, at each type's speed (``engine/typed.py``); ``Place`` may
@@ -142,6 +157,8 @@ class Engine:
         contention: bool = True,
         record_placements: bool = True,
         lazy_leases: bool = False,
+        llm_split_tp: bool = False,
+        llm_gpu: str = "A100-80GB",
     ) -> None:
         self.cluster = get_cluster(cluster)
         self.congestion = get_congestion(congestion)
@@ -173,6 +190,13 @@ class Engine:
                     "use the closed form on a typed cluster"
                 )
             self.types = TypePools(self.cluster, self.perf, self.trace)
+        # LLM jobs (docs/llm.md): each job's layout (None: data-parallel) and
+        # the model of their iteration times; None when the trace has none
+        self.llm_split_tp = llm_split_tp
+        self.llm: LLMPerf | None = None
+        self._layouts: list[Layout | None] | None = None
+        if "layout" in jobs.columns and bool((jobs["layout"].astype(str) != "").any()):
+            self._setup_llm(jobs, llm_gpu)
         # plain lists: the hot loop stays free of pandas
         self._columns = (
             _strings(jobs["job_id"]),
@@ -184,6 +208,53 @@ class Engine:
         )
         self.reset()
 
+    def _setup_llm(self, jobs: pd.DataFrame, gpu: str) -> None:
+        from ddl_gym.llm.engine_model import LLMPerf
+        from ddl_gym.llm.layout import parse_layout
+        from ddl_gym.llm.shapes import SHAPES
+
+        if self.cluster.typed:
+            raise ValueError(
+                "LLM jobs (a trace's layout column) on a typed cluster are not modelled yet: "
+                "use an untyped cluster (its GPUs: the engine's llm_gpu)"
+            )
+        if self.slowdown_source is not None:
+            raise ValueError("a per-placement slowdown table knows no LLM layouts (layout column)")
+        layouts: list[Layout | None] = []
+        for i, (job_id, model, gpus, text) in enumerate(
+            zip(
+                jobs["job_id"], jobs["model"], jobs["gpus"], jobs["layout"].astype(str), strict=True
+            )
+        ):
+            if not text:
+                layouts.append(None)
+                continue
+            if model not in SHAPES:
+                raise ValueError(
+                    f"job {job_id!r} (row {i + 1}): layout {text!r} needs a transformer of "
+                    f"ddl_gym.llm.SHAPES, got model {model!r}"
+                )
+            try:
+                layouts.append(parse_layout(text, int(gpus)))
+            except ValueError as err:
+                raise ValueError(f"job {job_id!r} (row {i + 1}): {err}") from None
+        self._layouts = layouts
+        self.llm = LLMPerf(self.cluster, gpu)
+
+    def _setup_llm_jobs(self) -> None:
+        """LLM jobs' layout, placement unit, compute per iteration and work
+        (``iterations`` training iterations = ``iterations * gpus`` of the
+        engine's single-GPU units)."""
+        llm = self.llm
+        assert llm is not None and self._layouts is not None
+        for job, layout in zip(self.jobs, self._layouts, strict=True):
+            if layout is None:
+                continue
+            job.layout = layout
+            job.unit = 1 if self.llm_split_tp else layout.tp
+            job.t_compute = job.t_iter = llm.compute(job.model, layout)
+            job.iterations = job.iterations * job.gpus
+
     # -- lifecycle ---------------------------------------------------------
     def reset(self) -> None:
         c = self.cluster
@@ -193,6 +264,8 @@ class Engine:
                 Job(i, ids[i], arrivals[i], gpus[i], models[i], iterations[i], t_compute[i])
                 for i in range(len(ids))
             ]
+        if self._layouts is not None:
+            self._setup_llm_jobs()
         self.now = min(arrivals) if arrivals else 0.0
         self.free = c.capacities()
         self.rack_free = c.rack_capacities()
@@ -502,6 +575,9 @@ class Engine:
 
     def _rate(self, job: Job) -> None:
         """Recompute a running job's iteration time and its completion event."""
+        if job.layout is not None:
+            self._rate_llm(job)
+            return
         shape: Shape = job.shape  # pyright: ignore[reportAssignmentType]  (running: has a shape)
         perf = job.perf or self.perf  # (typed clusters: the GPU link of its type)
         t_compute = job.t_compute * job.tfac  # (its time on its GPU type; x 1.0 untyped)
@@ -518,6 +594,22 @@ class Engine:
             exposed = perf.exposed_comm(job.model, t_compute, ar)
         job.exposed = exposed
         job.t_iter = t_compute * job.straggle + exposed
+        job.rate = job.gpus / job.t_iter
+        self._renew(job)
+
+    def _rate_llm(self, job: Job) -> None:
+        """``_rate`` of an LLM job: its exposed communication from the LLM
+        model on its placement's shape and uplink share."""
+        shape: Shape = job.shape  # pyright: ignore[reportAssignmentType]  (running: has a shape)
+        llm: LLMPerf = self.llm  # pyright: ignore[reportAssignmentType]  (a layout: a model)
+        layout: Layout = job.layout  # pyright: ignore[reportAssignmentType]
+        if shape.r > 1:
+            job.uplink = bw, alpha = self._uplink(job)
+            exposed = llm.exposed(job.model, layout, shape, bw, alpha)
+        else:
+            exposed = llm.exposed(job.model, layout, shape)
+        job.exposed = exposed
+        job.t_iter = job.t_compute * job.straggle + exposed
         job.rate = job.gpus / job.t_iter
         self._renew(job)
 
@@ -668,6 +760,11 @@ class Engine:
         if types is None:
             if gpu_type is not None:
                 raise ValueError(f"gpu_type {gpu_type!r} given on an untyped cluster")
+            if job.unit > 1:  # an LLM job: whole TP groups per server (not cached)
+                c = self.cluster
+                return find_placement_units(
+                    self.free, c.servers_per_rack, c.gpus_per_server, job.gpus, level, job.unit
+                )
             placement = self.free_index.find(job.gpus, level)
             if placement is not None:
                 # a policy places what it just looked up: ``place`` takes it from
@@ -715,6 +812,7 @@ class Engine:
             and found[0] == self._moves
             and found[1] == job.gpus
             and found[2] == level
+            and job.unit == 1
         ):
             return None, found[3]
         placement = self.placement_for(job, level)

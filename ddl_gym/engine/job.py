@@ -4,8 +4,12 @@ and writes these fields directly, without pandas)."""
 from __future__ import annotations
 
 from enum import IntEnum
+from typing import TYPE_CHECKING
 
 from ddl_gym.perf import Level, PerfModel, Shape
+
+if TYPE_CHECKING:
+    from ddl_gym.llm.layout import Layout
 
 
 class Status(IntEnum):
@@ -56,6 +60,10 @@ class Job:
         "kind",
         "tfac",
         "perf",
+        # LLM jobs (``ddl_gym/llm``): the layout, and the GPUs a server's
+        # share must be a multiple of (its TP size; 1 for every other job)
+        "layout",
+        "unit",
         # accounting
         "first_start",
         "end",
@@ -114,6 +122,8 @@ class Job:
         self.accepts: tuple[int, ...] = ()
         self.kind = -1
         self.tfac = 1.0
+        self.layout: Layout | None = None
+        self.unit = 1
         self.perf: PerfModel | None = None
         self.first_start = _NAN
         self.end = _NAN

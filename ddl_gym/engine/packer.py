@@ -111,6 +111,32 @@ def find_placement(
     return _fill_across_racks(free, rack_free, S, gpus)
 
 
+def find_placement_units(
+    free: list[int],
+    servers_per_rack: int,
+    gpus_per_server: int,
+    gpus: int,
+    level: Level,
+    unit: int,
+) -> list[tuple[int, int]] | None:
+    """``find_placement`` in blocks of ``unit`` GPUs: every server's share a
+    multiple of ``unit`` (an LLM job's TP group never split across servers).
+    The same best fit on the servers' free blocks (``free // unit``);
+    ``gpus`` must be a multiple of ``unit``. A scan of every server (LLM jobs
+    are few; the engine's index serves the rest)."""
+    if unit == 1:
+        S = servers_per_rack
+        rack_free = [sum(free[r * S : (r + 1) * S]) for r in range(len(free) // S)]
+        return find_placement(free, rack_free, S, gpus_per_server, gpus, level)
+    blocks = [f // unit for f in free]
+    S = servers_per_rack
+    rack_blocks = [sum(blocks[r * S : (r + 1) * S]) for r in range(len(blocks) // S)]
+    found = find_placement(blocks, rack_blocks, S, gpus_per_server // unit, gpus // unit, level)
+    if found is None:
+        return None
+    return [(s, k * unit) for s, k in found]
+
+
 def _fill_across_racks(
     free: list[int], rack_free: list[int], S: int, gpus: int
 ) -> list[tuple[int, int]] | None:

@@ -7,6 +7,7 @@ under a placement) and the calibration against published throughputs
 """
 
 from ddl_gym.llm.iteration import (
+    DEFAULT_PARAMS,
     PEAK_FLOPS,
     IterationTime,
     Links,
@@ -21,6 +22,7 @@ from ddl_gym.llm.layout import Layout, parse_layout
 from ddl_gym.llm.shapes import SHAPES, TransformerShape, get_shape
 
 __all__ = [
+    "DEFAULT_PARAMS",
     "PEAK_FLOPS",
     "SHAPES",
     "IterationTime",

@@ -71,11 +71,12 @@ class Layout:
         return (self.pp - 1) / self.micro_batches
 
     def spec(self) -> str:
-        """The trace spelling, e.g. ``tp8-pp4-dp16`` (extras only when not default)."""
+        """The trace spelling, e.g. ``tp8-pp4-dp16`` (extras only where they
+        differ from :func:`parse_layout`'s defaults)."""
         text = f"tp{self.tp}-pp{self.pp}-dp{self.dp}"
         if self.zero:
             text += f"-z{self.zero}"
-        if self.micro_batches != 1:
+        if self.micro_batches != self.pp:  # (parse_layout's default m is pp)
             text += f"-m{self.micro_batches}"
         if self.micro_batch_size != 1:
             text += f"-b{self.micro_batch_size}"

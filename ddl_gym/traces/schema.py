@@ -43,8 +43,17 @@ SCHEMA_COLUMNS: tuple[str, ...] = (
 # ``gpu_types``: the GPU types a job accepts on a typed cluster, catalogue
 # names (ddl_gym.gpu_types; openb and Gavel spellings too) joined by ``|``,
 # empty for any; ``gpu_mem_gib``: GPU memory a job needs per GPU (empty:
-# unknown). Untyped clusters ignore both.
-OPTIONAL_COLUMNS: tuple[str, ...] = ("duration_s", "user", "vc", "gpu_types", "gpu_mem_gib")
+# unknown). Untyped clusters ignore both. ``layout``: an LLM job's parallel
+# layout, e.g. ``tp8-pp4-dp16`` (ddl_gym.llm.parse_layout; tp*pp*dp must be
+# its GPUs), empty for a data-parallel job of the catalogue (docs/llm.md).
+OPTIONAL_COLUMNS: tuple[str, ...] = (
+    "duration_s",
+    "user",
+    "vc",
+    "gpu_types",
+    "gpu_mem_gib",
+    "layout",
+)
 
 # Fallback copy of the catalogue's names, used only for validation while
 # ddl_gym.profiles is not importable; the catalogue's MODEL_NAMES wins.
@@ -533,9 +542,11 @@ def validate_rows(
             positive=True,
             allow_empty=True,
         )
+    if "layout" in df.columns:
+        out["layout"] = _layouts(df["layout"], out["gpus"], source, r, fname["layout"])
 
     jobs = pd.DataFrame(out)
-    for col in ("job_id", "model", "user", "vc", "gpu_types"):
+    for col in ("job_id", "model", "user", "vc", "gpu_types", "layout"):
         if col in jobs.columns:
             jobs[col] = jobs[col].astype(str)
     arrival = jobs["arrival_s"].to_numpy()
@@ -574,6 +585,27 @@ def _gpu_types(column: pd.Series, source: str, rows: np.ndarray, field_name: str
                     f"{where(source, int(rows[i]), field_name)}: {e.args[0]}"
                 ) from None
         out.append("|".join(sorted(names)))
+    return out
+
+
+def _layouts(
+    column: pd.Series, gpus: np.ndarray, source: str, rows: np.ndarray, field_name: str
+) -> list[str]:
+    """The ``layout`` cells, each parsed (``ddl_gym.llm.parse_layout``, its
+    GPUs the row's) and written in its canonical spelling ('' for none)."""
+    from ddl_gym.llm.layout import parse_layout  # (no engine import)
+
+    out: list[str] = []
+    for i, cell in enumerate(column.tolist()):
+        text = "" if cell is None or (isinstance(cell, float) and cell != cell) else str(cell)
+        text = text.strip()
+        if not text:
+            out.append("")
+            continue
+        try:
+            out.append(parse_layout(text, int(gpus[i])).spec())
+        except ValueError as e:
+            raise TraceError(f"{where(source, int(rows[i]), field_name)}: {e}") from None
     return out
 
 
