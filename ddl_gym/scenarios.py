@@ -57,7 +57,12 @@ if TYPE_CHECKING:
 # Workloads known by name (relative to the data dir); "default" and
 # "synthetic" need no data.
 # every named workload of the data dir (the names compare --workloads takes)
-DATA_TRACES: dict[str, str] = {w.name: w.path for w in DATA_WORKLOADS if w.path is not None}
+DATA_TRACES: dict[str, str] = {
+    **{w.name: w.path for w in DATA_WORKLOADS if w.path is not None},
+    # Alibaba's openb pods (the data dir's cut; the typed scenarios run it on
+    # openb's own node list)
+    "alibaba-openb": "traces/alibaba_openb/openb_pod_list_default_dev.csv",
+}
 BUILTIN_TRACES = ("default", "synthetic", *DATA_TRACES)
 
 
@@ -255,6 +260,18 @@ def _load_quietly(path: Path, seed: int) -> Trace:
         return load_trace(path, seed=seed)
 
 
+# type-blind policies beside their type-aware variants, and Gavel's
+TYPED_COMPARISON = (
+    "fifo",
+    "gandiva",
+    "gandiva-typed",
+    "tiresias",
+    "tiresias-typed",
+    "dally",
+    "dally-typed",
+    "gavel",
+)
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -320,6 +337,30 @@ SCENARIOS: dict[str, Scenario] = {
             cluster="nvswitch512",
             congestion="moderate",
             congestions=("none", "moderate", "heavy"),
+        ),
+        Scenario(
+            name="openb-typed",
+            description="Alibaba openb's 1,803 whole-GPU pods on openb's own node list "
+            "(6,212 GPUs of 7 types; G2/G3 undisclosed, assumed V100 speed), moderate "
+            "congestion: type-aware against type-blind policies (needs the data dir)",
+            trace="alibaba-openb",
+            cluster="openb",
+            congestion="moderate",
+            policies=TYPED_COMPARISON,
+            seeds=(0, 1, 2),
+        ),
+        Scenario(
+            name="generations",
+            description="4,000 Philly-shaped synthetic jobs at 1,500 per hour on 384 GPUs of three "
+            "generations (128 each of V100-32GB, A100-80GB, H100 in 8-GPU servers, one "
+            "generation per rack), moderate congestion: type-aware against type-blind "
+            "policies",
+            trace="synthetic",
+            synthetic={"n_jobs": 4000, "arrival_rate_per_h": 1500.0},
+            cluster="v100-a100-h100",
+            congestion="moderate",
+            policies=TYPED_COMPARISON,
+            seeds=(0, 1, 2),
         ),
         Scenario(
             name="pcie-diurnal",

@@ -49,7 +49,7 @@ def test_import_ddl_gym_is_light_and_still_registers_the_envs():
 
 
 def test_help_names_are_the_registries():
-    from ddl_gym.baselines import HEURISTICS, ORACLES, POLICY_NAMES
+    from ddl_gym.baselines import HEURISTICS, ORACLES, POLICY_NAMES, TYPED_NAMES
 
     from ddl_gym.cli import names
     from ddl_gym.experiments.grid import WORKLOADS
@@ -57,6 +57,7 @@ def test_help_names_are_the_registries():
     from ddl_gym.topology import CLUSTERS, CONGESTION, FABRICS
 
     assert names.POLICIES == tuple(POLICY_NAMES)
+    assert names.TYPED_POLICIES == tuple(TYPED_NAMES)
     assert names.HEURISTICS == tuple(HEURISTICS)
     assert names.ORACLES == tuple(ORACLES)
     assert names.WORKLOADS == tuple(WORKLOADS)

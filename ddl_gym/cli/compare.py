@@ -293,7 +293,8 @@ def parse_policies(text: str | None, known: list[str]) -> list[str] | None:
             out.extend(known)
         elif not is_policy_name(name):
             raise CliError(
-                f"unknown policy {name!r}; known: {', '.join(known)}, {ALL}, {AGENT}[:PATH]"
+                f"unknown policy {name!r}; known: {', '.join(known)}, {ALL}, {AGENT}[:PATH], "
+                f"and on typed clusters {', '.join(names.TYPED_POLICIES)}"
             )
         elif name == AGENT and not agent_available():
             raise CliError(

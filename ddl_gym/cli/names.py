@@ -26,6 +26,8 @@ POLICIES = (
     "tiresias-c1",
     "random",
 )
+# for typed clusters (GPU types; ddl_gym.baselines.TYPED_NAMES)
+TYPED_POLICIES = ("gavel", "tiresias-typed", "gandiva-typed", "dally-typed")
 # the ones that read true job sizes (ddl_gym.baselines.ORACLES)
 ORACLES = ("sjf", "srtf", "srsf")
 # the settings tuned for ddl-gym-v3 (ddl_gym.baselines.TUNED)
@@ -43,10 +45,13 @@ SCENARIOS = (
     "seed-week-big-racks",
     "seed-artist",
     "philly-week-512",
+    "openb-typed",
+    "generations",
     "pcie-diurnal",
 )
-# a scenario's trace names (ddl_gym.scenarios.BUILTIN_TRACES)
-TRACES = ("default", "synthetic", *WORKLOADS[1:])  # every named workload
+# a scenario's trace names (ddl_gym.scenarios.BUILTIN_TRACES): every named
+# workload, and openb's pods (run on typed clusters)
+TRACES = ("default", "synthetic", *WORKLOADS[1:], "alibaba-openb")
 CLUSTERS = ("seed64", "nvswitch512", "pcie512", "seed512")
 # built-in fabric presets (ddl_gym.topology.FABRICS; fitted ones ship as JSON)
 FABRICS = (

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ddl_gym.baselines import ORACLES, POLICY_NAMES, make_policy
+from ddl_gym.baselines import ORACLES, POLICY_NAMES, TYPED_NAMES, make_policy
 from ddl_gym.engine import simulate
 from ddl_gym.report.stats import (
     METHOD,
@@ -107,8 +107,14 @@ def policy_from_name(name: str):
 
 
 def is_policy_name(name: str) -> bool:
-    """A baseline's registry name or ``agent[:PATH]``."""
-    return name in POLICY_NAMES or name == AGENT or name.startswith(AGENT + ":")
+    """A baseline's registry name (the typed-cluster policies included) or
+    ``agent[:PATH]``."""
+    return (
+        name in POLICY_NAMES
+        or name in TYPED_NAMES
+        or name == AGENT
+        or name.startswith(AGENT + ":")
+    )
 
 
 # Policies that read true job sizes (remaining work) when the engine is
