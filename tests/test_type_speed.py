@@ -54,3 +54,33 @@ def test_relative_speed_reads_the_table_and_falls_back_in_order():
     assert speed_source("resnet50", "G2", assumed=0.7) == (0.7, "assumed")
     with pytest.raises(ValueError, match="G3 has no speed"):
         relative_speed("resnet50", "G3")
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def test_docs_model_gpu_types_table_is_the_cross_validation(gavel):
+    """docs/model.md's error table: cross_validate's medians, overall and
+    per ordered type pair, holding out one job type and one family."""
+    from pathlib import Path
+
+    from ddl_gym.gpu_speed import cross_validate
+
+    page = (Path(__file__).parents[1] / "docs" / "model.md").read_text(encoding="utf-8")
+    pairs = [
+        ("K80", "P100"),
+        ("K80", "V100-16GB"),
+        ("P100", "K80"),
+        ("P100", "V100-16GB"),
+        ("V100-16GB", "K80"),
+        ("V100-16GB", "P100"),
+    ]
+    for cv, label in (
+        (cross_validate(gavel, "job"), "one job type"),
+        (cross_validate(gavel, "family"), "one model family"),
+    ):
+        by_pair = cv.median_by("pair")
+        cells = [_pct(by_pair[f"{a} -> {b}"]) for a, b in pairs]
+        row = f"| {label} | **{_pct(cv.median_error)}** | " + " | ".join(cells) + " |"
+        assert row in page, row

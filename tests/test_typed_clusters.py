@@ -264,3 +264,32 @@ def test_openb_gpuspec_pods_run_only_on_types_they_accept(openb, data_dir):
     assert (trace.jobs["gpu_types"] != "").any()
     result = simulate(trace, openb, make_policy("fifo"), record_placements=True)
     check_typed_result(trace, openb, result)
+
+
+def _docs_row(name: str) -> str:
+    from pathlib import Path
+
+    page = (Path(__file__).parents[1] / "docs" / "model.md").read_text(encoding="utf-8")
+    (row,) = [line for line in page.splitlines() if line.startswith(f"| `{name}` |")]
+    return row
+
+
+def _counts_text(c: Cluster) -> list[str]:
+    return [f"{c.num_gpus:,}:", *(f"{g:,} {n}" for n, g in _per_type(c).items())]
+
+
+@pytest.mark.parametrize("name", ["gavel-kpv", "v100-a100-h100"])
+def test_docs_presets_table_states_the_gpu_counts(name):
+    row = _docs_row(name)
+    c = get_cluster(name)
+    gpus = row.split("|")[2]
+    assert f"{c.num_gpus:,}:" in gpus and c.fabric.name in row
+    for n, g in _per_type(c).items():
+        assert f"{g} {n}" in gpus or f"{g} each" in gpus, (n, g)
+
+
+def test_docs_openb_row_states_its_gpu_counts(openb):
+    row = _docs_row("openb")
+    for text in _counts_text(openb):
+        assert text in row, text
+    assert f"{openb.racks} racks of {openb.servers_per_rack}" in row
