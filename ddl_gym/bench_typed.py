@@ -15,7 +15,10 @@ Three clusters of the fixed-regime scale benchmark's shape
 * ``typed-k80-p100-v100``: racks split in thirds between K80, P100 and V100:
   jobs run at each type's speed, so the schedule differs too.
 
-Every job accepts every type; the policy places with the engine's type rule.
+Every job accepts every type. Each policy runs on every cluster (on typed
+ones type-blind: the engine's type rule places it), and its typed variant
+(``ddl_gym.baselines.TYPED_PARENT``) on the typed ones; the ratio is to the
+policy on the untyped cluster.
 
     python scripts/bench.py --typed [--jobs 10000] [--policies fifo,tiresias] [--repeat 3]
 """
@@ -46,9 +49,7 @@ def clusters(n_jobs: int) -> dict[str, Cluster]:
     base = fixed_regime_cluster(n_jobs)
     return {
         "untyped": base,
-        "typed-mixable": replace(
-            typed_variant(base, ("V100-16GB", "V100-32GB")), mix_types=True
-        ),
+        "typed-mixable": replace(typed_variant(base, ("V100-16GB", "V100-32GB")), mix_types=True),
         "typed-same-speed": typed_variant(base, ("V100-16GB", "V100-32GB")),
         "typed-k80-p100-v100": typed_variant(base, ("K80", "P100", "V100-16GB")),
     }
@@ -67,7 +68,10 @@ def cpu_of_run(trace, cluster: Cluster, policy_name: str) -> tuple[float, dict[s
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from ddl_gym.baselines import TYPED_PARENT
+
+    typed_of = {parent: typed for typed, parent in TYPED_PARENT.items()}
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--typed", action="store_true", help="(selects this benchmark)")
     p.add_argument("--jobs", type=int, default=10_000)
     p.add_argument("--policies", default="fifo,tiresias,gandiva,dally")
@@ -76,19 +80,26 @@ def main(argv: list[str] | None = None) -> None:
     trace = fixed_regime_trace(args.jobs)
     cases = clusters(args.jobs)
     print(f"{args.jobs} jobs on {cases['untyped'].num_gpus} GPUs; best CPU s of {args.repeat}")
-    print("| policy | cluster | CPU s | x untyped | mean JCT h |")
+    print("| policy | cluster | CPU s | x the policy untyped | mean JCT h |")
     print("|---|---|---:|---:|---:|")
     for policy in args.policies.split(","):
-        best: dict[str, float] = {}
-        jct: dict[str, float] = {}
-        for _ in range(args.repeat):  # alternate the clusters within each round
-            for name, cluster in cases.items():
-                cpu, summary = cpu_of_run(trace, cluster, policy)
-                best[name] = min(best.get(name, float("inf")), cpu)
-                jct[name] = summary["mean_jct_s"] / 3600
-        for name in cases:
-            ratio = best[name] / best["untyped"]
-            print(f"| {policy} | {name} | {best[name]:.2f} | {ratio:.2f} | {jct[name]:.2f} |")
+        # the policy on every cluster; its typed variant (if any) on the typed ones
+        runs = [(policy, name) for name in cases]
+        if policy in typed_of:
+            runs += [(typed_of[policy], name) for name in cases if name != "untyped"]
+        best: dict[tuple[str, str], float] = {}
+        jct: dict[tuple[str, str], float] = {}
+        for _ in range(args.repeat):  # alternate the runs within each round
+            for run in runs:
+                cpu, summary = cpu_of_run(trace, cases[run[1]], run[0])
+                best[run] = min(best.get(run, float("inf")), cpu)
+                jct[run] = summary["mean_jct_s"] / 3600
+        base = best[(policy, "untyped")]
+        for run in runs:
+            print(
+                f"| {run[0]} | {run[1]} | {best[run]:.2f} | {best[run] / base:.2f} | "
+                f"{jct[run]:.2f} |"
+            )
 
 
 if __name__ == "__main__":

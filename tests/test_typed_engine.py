@@ -307,9 +307,7 @@ def test_a_typed_cluster_of_equal_mixable_types_runs_as_untyped(policy: str) -> 
     base = Cluster(4, 2, 8)
     typed = replace(typed_variant(base, ("V100-16GB", "V100-32GB")), mix_types=True)
     assert len(set(typed.server_kind)) == 2
-    results = [
-        simulate(tr, c, make_policy(policy), congestion="moderate") for c in (base, typed)
-    ]
+    results = [simulate(tr, c, make_policy(policy), congestion="moderate") for c in (base, typed)]
     cols = [c for c in results[0].jobs.columns]
     pd.testing.assert_frame_equal(results[0].jobs[cols], results[1].jobs[cols])
     for key, value in results[0].summary.items():

@@ -110,10 +110,7 @@ def is_policy_name(name: str) -> bool:
     """A baseline's registry name (the typed-cluster policies included) or
     ``agent[:PATH]``."""
     return (
-        name in POLICY_NAMES
-        or name in TYPED_NAMES
-        or name == AGENT
-        or name.startswith(AGENT + ":")
+        name in POLICY_NAMES or name in TYPED_NAMES or name == AGENT or name.startswith(AGENT + ":")
     )
 
 
