@@ -99,6 +99,36 @@ def _handler(origins: Origins) -> type[BaseHTTPRequestHandler]:
 
 
 @pytest.fixture
+def mirror_manifest(data_dir, tmp_path, monkeypatch) -> Iterator[None]:
+    """The manifest narrowed to the files the data dir holds, where the
+    developers' data dir predates some fetchable entries (e.g. openb's
+    gpuspec33 pod list, added from upstream later): the whole-manifest tests
+    then check every file the data dir can vouch for instead of skipping."""
+    import json
+
+    import ddl_gym.data as data
+
+    whole = json.loads(data.MANIFEST_PATH.read_text())
+    files = whole["files"]
+    absent = [p for p in files if not (data_dir / p).is_file()]
+    if not absent:
+        yield
+        return
+    derived = [p for p in absent if "origin" not in files[p]]
+    if derived:  # a fetched data dir: not the developers' whole set
+        pytest.skip(f"{data_dir} is not the whole data set (lacks derived {derived[0]})")
+    narrowed = {**whole, "files": {p: e for p, e in files.items() if p not in absent}}
+    path = tmp_path / "manifest.json"
+    path.write_text(json.dumps(narrowed))
+    monkeypatch.setattr(data, "MANIFEST_PATH", path)
+    data.manifest.cache_clear()
+    data.data_files.cache_clear()
+    yield
+    data.manifest.cache_clear()
+    data.data_files.cache_clear()
+
+
+@pytest.fixture
 def server() -> Iterator[tuple[Origins, str]]:
     """A loopback origin server: (its state, its base URL)."""
     origins = Origins()
@@ -347,7 +377,9 @@ def _home() -> Path:
     return Path(os.environ["DDL_GYM_DATA_HOME"])
 
 
-def test_fetch_everything_reproduces_the_data_dir(data_dir, server, tmp_path, monkeypatch):
+def test_fetch_everything_reproduces_the_data_dir(
+    data_dir, mirror_manifest, server, tmp_path, monkeypatch
+):
     """Every fetchable file, from $DDL_GYM_DATA_MIRROR: the five Philly weeks
     from one download of the shuffled philly.csv, the Alibaba cut, the PAI
     archive with its header; the derived files are listed, not failed."""
@@ -486,7 +518,7 @@ def test_status_lists_ok_wrong_and_missing_files(data_dir, tmp_path, capsys):
     assert "missing, not fetchable (derived)" in text
 
 
-def test_status_of_the_data_dir_itself_is_all_ok(data_dir, monkeypatch, capsys):
+def test_status_of_the_data_dir_itself_is_all_ok(data_dir, mirror_manifest, monkeypatch, capsys):
     if any(not (data_dir / p).is_file() for p in manifest()):
         pytest.skip(f"{data_dir} is not the whole data set (a fetched one lacks derived files)")
     monkeypatch.setenv("DDL_GYM_DATA", str(data_dir))
