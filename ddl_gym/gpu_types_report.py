@@ -113,8 +113,9 @@ def docs_markdown(data_dir: Path) -> str:
         "",
         "GPU generations as data (`ddl_gym.gpu_types`), a per-type speed model "
         "(`ddl_gym.gpu_speed`) checked against measured throughputs, and Alibaba's openb "
-        "trace read with its GPU models (`ddl_gym.traces.openb_types`). The simulator "
-        "itself still has one GPU type per cluster; these are the data it will use.",
+        "trace read with its GPU models (`ddl_gym.traces.openb_types`). Typed clusters "
+        "run on them: the engine's per-model speed table is `ddl_gym.type_speed` "
+        "(docs/design.md section 4.2, docs/model.md's GPU types section).",
         "",
         "## Catalogue",
         "",

@@ -63,6 +63,9 @@ def test_help_names_are_the_registries():
     assert names.WORKLOADS == tuple(WORKLOADS)
     assert names.CONGESTIONS == tuple(CONGESTION)
     assert names.CLUSTERS == tuple(CLUSTERS)
+    from ddl_gym.typed_clusters import TYPED_CLUSTER_NAMES
+
+    assert names.TYPED_CLUSTERS == tuple(TYPED_CLUSTER_NAMES)
     assert names.FABRICS == tuple(FABRICS)
     assert names.SCENARIOS == tuple(SCENARIOS)
     assert names.TRACES == tuple(BUILTIN_TRACES)

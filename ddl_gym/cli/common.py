@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
-from ddl_gym.cli.names import CLUSTERS, CONGESTIONS, FABRICS, SCENARIOS, TRACES, listed
+from ddl_gym.cli.names import (
+    CLUSTERS,
+    CONGESTIONS,
+    FABRICS,
+    SCENARIOS,
+    TRACES,
+    TYPED_CLUSTERS,
+    listed,
+)
 
 if TYPE_CHECKING:  # imported where used: `ddl-gym --help` loads no pandas, numpy or gymnasium
     import pandas as pd
@@ -44,7 +52,8 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--jobs", type=int, help="keep only the first N jobs of the workload")
     g.add_argument(
         "--cluster",
-        help=f"override the cluster: {listed(CLUSTERS)} or RxSxG (racks x servers x GPUs)",
+        help=f"override the cluster: {listed(CLUSTERS)}, a typed one (GPU types: "
+        f"{listed(TYPED_CLUSTERS)}) or RxSxG (racks x servers x GPUs)",
     )
     g.add_argument(
         "--fabric",

@@ -53,6 +53,8 @@ SCENARIOS = (
 # workload, and openb's pods (run on typed clusters)
 TRACES = ("default", "synthetic", *WORKLOADS[1:], "alibaba-openb")
 CLUSTERS = ("seed64", "nvswitch512", "pcie512", "seed512")
+# typed presets (ddl_gym.typed_clusters.TYPED_CLUSTER_NAMES; openb reads the data dir)
+TYPED_CLUSTERS = ("gavel-kpv", "v100-a100-h100", "openb")
 # built-in fabric presets (ddl_gym.topology.FABRICS; fitted ones ship as JSON)
 FABRICS = (
     "seed",
