@@ -3,6 +3,7 @@ with ``register_model`` (docs/model.md)."""
 
 from ddl_gym.profiles.catalogue import (
     ASSIGNABLE_MODELS,
+    LLM_MODELS,
     MODEL_NAMES,
     SEED_MODELS,
     TRANSFORMER_MODELS,
@@ -16,6 +17,7 @@ from ddl_gym.profiles.catalogue import (
 
 __all__ = [
     "ASSIGNABLE_MODELS",
+    "LLM_MODELS",
     "MODEL_NAMES",
     "SEED_MODELS",
     "TRANSFORMER_MODELS",

@@ -269,6 +269,34 @@ TRANSFORMERS: dict[str, TransformerSpec] = {
 #: The transformer models added to the catalogue (estimated compute times).
 TRANSFORMER_MODELS: tuple[str, ...] = tuple(TRANSFORMERS)
 
+# LLMs meant to run with a parallel layout (a trace's ``layout`` column,
+# ddl_gym/llm and docs/llm.md); their entries here only make the names valid
+# in traces and give a data-parallel fallback: fp32 gradients, one sequence
+# per GPU per iteration on an A100 at 40% of peak (as ``llama2_7b``).
+# Parameter counts: ddl_gym.llm.SHAPES (GPT-3: Brown et al. 2020, Table 2.1;
+# Llama 2: Touvron et al. 2023, the released 13B / 70B), tested equal.
+# fmt: off
+LLM_SPECS: dict[str, TransformerSpec] = {
+    "gpt3_1.3b": TransformerSpec(1_315_723_264, 12 * 24 + 4, 24, 2048, 2048, 1, *_A100,
+                                 "A100 est., 1 x 2048 tokens (LLM: use a layout)"),
+    "gpt3_6.7b": TransformerSpec(6_658_404_352, 12 * 32 + 4, 32, 4096, 2048, 1, *_A100,
+                                 "A100 est., 1 x 2048 tokens (LLM: use a layout)"),
+    "gpt3_13b": TransformerSpec(12_853_386_240, 12 * 40 + 4, 40, 5120, 2048, 1, *_A100,
+                                "A100 est., 1 x 2048 tokens (LLM: use a layout)"),
+    "gpt3_175b": TransformerSpec(174_604_259_328, 12 * 96 + 4, 96, 12288, 2048, 1, *_A100,
+                                 "A100 est., 1 x 2048 tokens (LLM: use a layout)"),
+    "llama2_13b": TransformerSpec(13_015_864_320, 9 * 40 + 3, 40, 5120, 4096, 1, *_A100,
+                                  "A100 est., 1 x 4096 tokens (LLM: use a layout)"),
+    "llama2_70b": TransformerSpec(68_976_648_192, 9 * 80 + 3, 80, 8192, 4096, 1, *_A100,
+                                  "A100 est., 1 x 4096 tokens (LLM: use a layout)"),
+}
+# fmt: on
+#: LLM models with default layouts (ddl_gym/llm/catalogue.py); with
+#: ``llama2_7b`` the catalogue's LLMs. Not in :data:`MODEL_NAMES` (kept the
+#: data-parallel catalogue, so tables and sweeps over it do not change); in
+#: :func:`model_names`, so traces may name them.
+LLM_MODELS: tuple[str, ...] = tuple(LLM_SPECS)
+
 _SEED_REFERENCE = "authors' scaled profile (batch 512; VGG11 and BERT-large 256)"
 
 
@@ -318,7 +346,16 @@ SEED_MODELS: tuple[str, ...] = tuple(_LAYER_PROFILES)
 #: fidelity report sweeps: the catalogue before the transformer models, kept
 #: fixed so that adding a model never changes a trace or an existing table.
 ASSIGNABLE_MODELS: tuple[str, ...] = tuple(n for n in MODEL_NAMES if n not in TRANSFORMER_MODELS)
-_BUILTIN = frozenset(MODEL_NAMES)
+for _name, _spec in LLM_SPECS.items():
+    _CATALOGUE[_name] = ModelProfile(
+        name=_name,
+        iter_time_s=_spec.iter_time_s,
+        backward_share=DEFAULT_BACKWARD_SHARE,
+        grad_bytes=_equal_split(4 * _spec.params, _spec.n_tensors),
+        source="llm-flops",
+        reference=_spec.reference,
+    )
+_BUILTIN = frozenset(_CATALOGUE)
 
 
 class UnknownModelError(KeyError):
