@@ -11,7 +11,7 @@ from ddl_gym.engine import Engine, simulate
 from ddl_gym.engine.packer import find_placement, find_placement_units
 from ddl_gym.llm import DEFAULT_PARAMS, PEAK_FLOPS, Layout, get_shape, iteration_time, links_of
 from ddl_gym.perf import Level, Shape
-from ddl_gym.topology import FABRICS, Cluster
+from ddl_gym.topology import FABRICS, Cluster, GpuKind
 from ddl_gym.traces import TraceError, validate
 
 COLUMNS = ["job_id", "arrival_s", "gpus", "model", "iterations", "iter_time_s", "layout"]
@@ -84,3 +84,42 @@ def test_an_empty_layout_column_changes_nothing():
     cols = ["start_s", "end_s", "comm_s"]
     assert a.jobs[cols].equals(b.jobs[cols])
     assert a.summary == b.summary
+
+
+def test_unplaceable_tp_and_typed_clusters_are_errors():
+    rows = [("a", 0.0, 16, "llama2_7b", 5, 1.0, "tp16")]
+    with pytest.raises(ValueError, match="does not fit whole in servers of 8 GPUs"):
+        Engine(trace(rows), Cluster(1, 2, 8, FABRICS["a100_nvlink_ib"]))
+    Engine(trace(rows), Cluster(1, 2, 8, FABRICS["a100_nvlink_ib"]), llm_split_tp=True)
+    typed = Cluster(1, 2, 8, FABRICS["a100_nvlink_ib"], gpu_kinds=(GpuKind("A100-80GB"),),
+                    server_kind=(0, 0))  # fmt: skip
+    with pytest.raises(ValueError, match="typed cluster"):
+        Engine(trace([("a", 0.0, 8, "llama2_7b", 5, 1.0, "tp8")]), typed)
+
+
+def test_cross_rack_llm_job_shares_the_uplink_with_a_data_parallel_job():
+    # two one-server racks; a tp4 x dp2 job put on 4 + 4 GPUs (whole TP groups),
+    # alone on the uplinks, then joined there by a data-parallel job
+    fabric = FABRICS["a100_nvlink_ib"]
+    cluster = Cluster(2, 1, 8, fabric)
+    lay = Layout(tp=4, pp=1, dp=2, micro_batches=8)
+    rows = [
+        ("llm", 0.0, 8, "llama2_7b", 10, 1.0, lay.spec()),
+        ("dp", 0.0, 8, "resnet50", 1e9, 0.1, ""),
+    ]
+    engine = Engine(trace(rows), cluster)
+    llm, dp = engine.jobs
+    perf, model, peak = engine.perf, get_shape("llama2_7b"), PEAK_FLOPS["A100-80GB"]
+    shape = Shape(8, 4, 1, 2)
+
+    def exposed(jobs_on_uplink: int) -> float:
+        bw = perf.uplink_share(0.0, jobs_on_uplink)
+        links = links_of(fabric, 8, bw, perf.uplink_latency(0.0), DEFAULT_PARAMS.link_eff)
+        it = iteration_time(model, lay, shape, links, peak)
+        return it.tp + it.pp + it.dp
+
+    engine._start(llm, ((0, 4), (1, 4)))  # (the test's placement, not the packer's)
+    assert llm.exposed == pytest.approx(exposed(1), rel=1e-12)
+    engine._start(dp, ((0, 4), (1, 4)))
+    assert llm.exposed == pytest.approx(exposed(2), rel=1e-12)
+    assert exposed(2) > exposed(1)  # half the uplink: its DP all-reduce slows

@@ -235,9 +235,17 @@ class Engine:
                     f"ddl_gym.llm.SHAPES, got model {model!r}"
                 )
             try:
-                layouts.append(parse_layout(text, int(gpus)))
+                layout = parse_layout(text, int(gpus))
             except ValueError as err:
                 raise ValueError(f"job {job_id!r} (row {i + 1}): {err}") from None
+            G = self.cluster.gpus_per_server
+            if not self.llm_split_tp and (layout.tp > G or G % layout.tp):
+                raise ValueError(
+                    f"job {job_id!r} (row {i + 1}): layout {text!r}: a TP group of "
+                    f"{layout.tp} GPUs does not fit whole in servers of {G} GPUs "
+                    "(allow split TP groups with llm_split_tp=True)"
+                )
+            layouts.append(layout)
         self._layouts = layouts
         self.llm = LLMPerf(self.cluster, gpu)
 
