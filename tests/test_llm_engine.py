@@ -123,3 +123,20 @@ def test_cross_rack_llm_job_shares_the_uplink_with_a_data_parallel_job():
     engine._start(dp, ((0, 4), (1, 4)))
     assert llm.exposed == pytest.approx(exposed(2), rel=1e-12)
     assert exposed(2) > exposed(1)  # half the uplink: its DP all-reduce slows
+
+
+def test_llm_slowdown_per_level():
+    from ddl_gym.llm.engine_model import LLMPerf
+
+    cluster = Cluster(2, 2, 8, FABRICS["a100_nvlink_ib"])
+    perf = LLMPerf(cluster)
+    lay = Layout(tp=4, pp=1, dp=2, micro_batches=8)
+    assert perf.tightest_shape(lay, Level.MACHINE) == Shape(8, 8, 1, 1)
+    assert perf.tightest_shape(lay, Level.RACK) == Shape(8, 4, 2, 1)
+    assert perf.tightest_shape(lay, Level.NETWORK) == Shape(8, 4, 1, 2)
+    assert perf.tightest_shape(Layout(tp=8), Level.RACK) is None  # a TP group of 8 stays whole
+    s = [perf.slowdown("llama2_7b", lay, lv) for lv in Level]
+    assert s[0] is not None and s[1] is not None and s[2] is not None
+    assert 1.0 <= s[0] < s[1] <= s[2]
+    heavy = perf.slowdown("llama2_7b", lay, Level.NETWORK, background=0.8)
+    assert heavy is not None and heavy > s[2]

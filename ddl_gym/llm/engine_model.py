@@ -25,7 +25,7 @@ from ddl_gym.llm.iteration import (
 )
 from ddl_gym.llm.layout import Layout
 from ddl_gym.llm.shapes import SHAPES
-from ddl_gym.perf import Shape
+from ddl_gym.perf import Level, PerfModel, Shape
 from ddl_gym.topology import Cluster
 
 
@@ -43,6 +43,7 @@ class LLMPerf:
         self.peak = PEAK_FLOPS[gpu]
         self.params = params
         self._times = lru_cache(maxsize=65536)(self._times_uncached)
+        self._perf = PerfModel(cluster)  # (its uplink share and latency rules)
 
     def _times_uncached(
         self, model: str, layout: Layout, shape: Shape, bw: float | None, alpha: float | None
@@ -70,3 +71,43 @@ class LLMPerf:
         if shape.r <= 1:  # the uplink is not crossed: keep the cache small
             uplink_bw = uplink_alpha = None
         return self._times(model, layout, shape, uplink_bw, uplink_alpha)[1]
+
+    # -- predictions for policies (as ``PerfModel.slowdown`` for DP jobs) ----
+    def tightest_shape(self, layout: Layout, level: Level) -> Shape | None:
+        """Tightest shape of the layout's GPUs spanning exactly ``level`` on an
+        empty cluster, whole TP groups per server (None: no such shape)."""
+        c = self.cluster
+        G, S, n, t = c.gpus_per_server, c.servers_per_rack, layout.gpus, layout.tp
+        if n > c.num_gpus or t > G:
+            return None
+        servers = -(-n // G)
+        racks = -(-servers // S)
+        if level == Level.MACHINE:
+            return Shape(n, n, 1, 1) if n <= G else None
+        if level == Level.RACK:
+            if servers > S:
+                return None
+            if servers == 1:  # split over two servers: halves of whole TP groups
+                if S < 2 or n % (2 * t):
+                    return None
+                return Shape(n, n // 2, 2, 1)
+            return Shape(n, G, servers, 1)
+        if racks == 1:  # split over two racks
+            if c.racks < 2 or n % (2 * t):
+                return None
+            half = n // 2
+            return Shape(n, min(G, half), -(-half // G), 2)
+        return Shape(n, G, S, racks)
+
+    def slowdown(
+        self, model: str, layout: Layout, level: Level, background: float = 0.0
+    ) -> float | None:
+        """Predicted iteration time over its compute at the tightest shape of
+        ``level``, alone on its uplinks (None where no shape exists)."""
+        shape = self.tightest_shape(layout, level)
+        if shape is None:
+            return None
+        perf = self._perf
+        bw, alpha = perf.uplink_share(background, 1), perf.uplink_latency(background)
+        compute = self.compute(model, layout)
+        return (compute + self.exposed(model, layout, shape, bw, alpha)) / compute
