@@ -1,0 +1,405 @@
+"""A typed family of benchmark cases: GPU generations beside network locality.
+
+**Not a suite yet.** :func:`typed_cases` returns cases designed as
+``ddl-gym-v3``'s families were, ready to join the next suite version (a new
+name in :data:`ddl_gym.benchmarks.suite.SUITES`, with its hash pinned); no
+suite registers them today, and ``ddl-gym-v3`` (frozen) is unchanged. Their
+best heuristic is taken over :data:`HEURISTICS_TYPED`: v3's nine type-blind
+heuristics plus the four typed policies (``ddl_gym.baselines.TYPED_NAMES``).
+
+Three groups of cases (docs/typed_family.md has the loads and the best
+heuristic per case at seed 0):
+
+* **generations** (``gen-*@vah384``): the v3 heavy-tailed generator (sizes
+  1-64 GPUs, log-normal durations, Helios model mix, :data:`V100_TIMES`) on
+  ``v100-a100-h100`` (128 each of V100-32GB, A100-80GB, H100; 8-GPU servers;
+  ``a100_nvlink_ib``), with typed jobs drawn by :data:`GEN_TYPE_RULE`.
+* **gavel** (``gavel-*@kpv108``): Gavel-like jobs on ``gavel-kpv`` (36 each
+  of K80, P100, V100; 4-GPU servers; ``pcie_25gbe``): Gavel's seven models
+  drawn uniformly, Gavel's GPU counts (1/2/4/8 at 70/10/15/5%, Gavel's
+  ``generate_job``), log-normal durations (median 4.6 h, sigma 1.3, capped
+  at 10^4 minutes) standing for Gavel's mix of log-uniform durations
+  (80% in 10^1.5-10^3 minutes, 20% in 10^3-10^4: same median and cap).
+  Gavel's jobs accept every type: the types differ only in speed.
+* **openb** (``openb-*@openb``): Alibaba openb's pods on openb's own node
+  list (``openb``: 6,212 GPUs of 7 types, ``pcie_25gbe``), every pod's
+  ``gpu_spec`` honoured. ``openb-dev@openb`` is the developers' data dir's
+  default dev cut (no pod names a type: speeds alone differ); the
+  ``openb-spec33-*`` cases read ``openb_pod_list_gpuspec33.csv`` (a third of
+  the pods name accepted types), which the developers' data dir lacks:
+  ``ddl-gym data fetch`` brings it (its manifest entry pins the SHA-256);
+  :func:`missing_data` says why a case cannot run.
+
+Disjointness (per case, :attr:`Case.disjoint`):
+
+* generations and gavel: by generator seed. Offsets 6000 (train), 6500
+  (validation), 7000 (test), 7500 (quick) for generations; 6100, 6600,
+  7100, 7600 for gavel; each seed a distinct draw, none equal to a v1-v3
+  synthetic seed (0.., 500.., 1000.., 2000.., 4000..).
+* openb: by time (creation time, as v3's Alibaba cases). The dev cut holds
+  the pods created before 11,500,000 s; the gpuspec33 file holds the same
+  pods (same names and times; it differs in ``gpu_spec``) around it, so
+  its part that overlaps the dev cut is train too: gpuspec33's jobs
+  [10%, 50%) train (all before 11,500,000 s), [50%, 75%) validation,
+  [75%, 100%) test, in arrival order; the dev cut is train.
+
+Every file case resamples its jobs' bodies per seed (``Workload.resample``,
+the ``gpu_types`` column travels with the body); seeds: train 0-2,
+validation and test 0-4 (as v3).
+
+Loads: ``arrival_scale`` set by
+:func:`~ddl_gym.benchmarks.workload.arrival_scale_for` at seed 0 to the
+busy-load target in :data:`LOAD_TARGETS` on the cluster's GPU count
+(:data:`_SCALES` holds the numbers; :func:`design_scales` recomputes them).
+Comm/compute: each case's multi-server jobs under the heuristics stay in
+v3's measured range (:data:`~ddl_gym.benchmarks.suite_v3.MEASURED_COMM_RANGE`),
+checked at seed 0 by :func:`quick_best` (``comm`` per run).
+
+Typed type rule of the generations cases (:data:`GEN_TYPE_RULE`, an
+assumption, stated): each job independently accepts only A100-80GB and
+H100 with probability 0.2 (code built on TF32/BF16 paths), and needs
+40 GiB of GPU memory with probability 0.15 (a larger batch or longer
+sequence than its V100 profile: only the 80 GB A100 and H100 hold it, so it
+refuses the 32 GB V100 by the memory rule, not by name). Draws use
+``numpy.random.default_rng([workload seed, stream])``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ddl_gym.benchmarks.suite import _SYNTHETIC, Case
+from ddl_gym.benchmarks.suite_v3 import HEURISTICS_V3, V100_TIMES
+from ddl_gym.benchmarks.workload import (
+    SYNTHETIC,
+    DataMissingError,
+    Workload,
+    arrival_scale_for,
+    data_path,
+    freeze,
+)
+from ddl_gym.traces import Trace
+from ddl_gym.traces.schema import make_trace
+
+__all__ = [
+    "GEN_TYPE_RULE",
+    "HEURISTICS_TYPED",
+    "LOAD_TARGETS",
+    "TYPED_POLICIES",
+    "TypedWorkload",
+    "design_scales",
+    "missing_data",
+    "quick_best",
+    "typed_cases",
+]
+
+#: The four typed policies (``ddl_gym.baselines.TYPED_NAMES``, frozen here).
+TYPED_POLICIES: tuple[str, ...] = ("gavel", "tiresias-typed", "gandiva-typed", "dally-typed")
+#: The heuristics whose best mean JCT per case is the family's baseline.
+HEURISTICS_TYPED: tuple[str, ...] = (*HEURISTICS_V3, *TYPED_POLICIES)
+
+#: Generations cases: (accepted types joined by '|', probability) and
+#: (GiB needed per GPU, probability), drawn independently per job.
+GEN_TYPE_RULE: dict[str, tuple[tuple[str, float], ...] | tuple[tuple[float, float], ...]] = {
+    "accept_only": (("A100-80GB|H100", 0.2),),
+    "mem_gib": ((40.0, 0.15),),
+}
+
+# Mixed into the type draws' seed so they are not the generator's stream.
+_TYPE_STREAM = 0x7E9E_D5EC
+
+
+@dataclass(frozen=True)
+class TypedWorkload(Workload):
+    """A :class:`Workload` whose jobs also get ``gpu_types`` / ``gpu_mem_gib``
+    cells, drawn per job: ``accept_only`` = ``(types, probability)`` pairs
+    (a job takes the first pair it draws), ``mem_gib`` = ``(GiB, probability)``
+    pairs (likewise). Both empty: the workload's own jobs, unchanged."""
+
+    accept_only: tuple[tuple[str, float], ...] = ()
+    mem_gib: tuple[tuple[float, float], ...] = ()
+
+    def build(self, seed: int = 0) -> Trace:
+        trace = super().build(seed)
+        if not self.accept_only and not self.mem_gib:
+            return trace
+        jobs = trace.jobs.copy()
+        rng = np.random.default_rng([self.seed_offset + seed, _TYPE_STREAM])
+        n = len(jobs)
+        if self.accept_only:
+            jobs["gpu_types"] = _draw(rng, n, self.accept_only, "")
+        if self.mem_gib:
+            jobs["gpu_mem_gib"] = _draw(rng, n, self.mem_gib, float("nan"))
+        return make_trace(trace.name, jobs, trace.source)
+
+
+def _draw(rng: np.random.Generator, n: int, pairs: Sequence[tuple[Any, float]], other: Any) -> list:
+    """Per job: the value of the first pair whose probability the job draws
+    (consecutive slices of one uniform draw), else ``other``."""
+    u = rng.random(n)
+    out = [other] * n
+    lo = 0.0
+    for value, p in pairs:
+        hit = np.flatnonzero((u >= lo) & (u < lo + p))
+        for i in hit:
+            out[i] = value
+        lo += p
+    return out
+
+
+# -- data ------------------------------------------------------------------------
+_DEV = "traces/alibaba_openb/openb_pod_list_default_dev.csv"
+_SPEC33 = "traces/alibaba_openb/openb_pod_list_gpuspec33.csv"
+
+TRAIN_SEEDS = (0, 1, 2)
+EVAL_SEEDS = (0, 1, 2, 3, 4)
+_SEEDS = {"train": TRAIN_SEEDS, "validation": EVAL_SEEDS, "test": EVAL_SEEDS}
+
+_BY_SEED_GEN = "by generator seed: train 6000-6002, validation 6500-6504, test 7000-7004"
+_BY_SEED_GAVEL = "by generator seed: train 6100-6102, validation 6600-6604, test 7100-7104"
+_BY_TIME_OPENB = (
+    "by time: openb's dev cut (created before 11,500,000 s) and gpuspec33's jobs [10%, 50%) "
+    "train (all before 11,500,000 s), gpuspec33's [50%, 75%) validation, [75%, 100%) test"
+)
+
+# Gavel's seven models (catalogue names), drawn uniformly as Gavel does.
+_GAVEL_MODELS = (
+    "a3c",
+    "cyclegan",
+    "lstm_lm",
+    "recommendation",
+    "resnet18",
+    "resnet50",
+    "transformer",
+)
+_GAVEL_SYNTHETIC = freeze(
+    {
+        "n_jobs": 300,
+        "arrival_rate_per_h": 10.0,
+        "gpu_mix": {1: 70, 2: 10, 4: 15, 8: 5},
+        "model_mix": {m: 1.0 for m in _GAVEL_MODELS},
+        "duration_median_s": 4.6 * 3600.0,
+        "duration_sigma": 1.3,
+        "max_duration_s": 600_000.0,  # 10^4 minutes, Gavel's longest
+    }
+)
+_GEN_SYNTHETIC = _SYNTHETIC  # v3's generator settings (n_jobs 400, sizes 1-64)
+
+#: Busy-load target each case's ``arrival_scale`` was set to at seed 0.
+LOAD_TARGETS: dict[str, float] = {}
+# The frozen arrival-rate factors (``design_scales()`` recomputes them).
+_SCALES: dict[str, float] = {
+    "gen-test@vah384": 0.994,
+    "gavel-test@kpv108": 0.862,
+    "openb-spec33-test@openb": 97.3,
+    "gen-val@vah384": 0.994,
+    "gavel-val@kpv108": 0.802,
+    "openb-spec33-val@openb": 56.4,
+    "gen-train@vah384": 0.888,
+    "gavel-train@kpv108": 0.874,
+    "openb-dev@openb": 40.9,
+    "openb-spec33-train@openb": 36.7,
+    "quick-gen@vah384": 3.01,
+    "quick-gavel@kpv108": 1.94,
+    "quick-openb-dev-head80@openb": 33.4,
+}
+
+
+def _c(
+    name: str,
+    family: str,
+    split: str,
+    workload: Workload,
+    cluster: str,
+    fabric: str,
+    congestion: str,
+    disjoint: str,
+    target: float,
+    note: str = "",
+    seeds: tuple[int, ...] | None = None,
+) -> Case:
+    LOAD_TARGETS[name] = target
+    w = dataclasses.replace(workload, arrival_scale=_SCALES.get(name, 1.0))
+    return Case(
+        name,
+        family,
+        split,
+        w,
+        cluster,
+        fabric,
+        congestion,
+        seeds if seeds is not None else _SEEDS[split],
+        disjoint,
+        note,
+    )
+
+
+def _gen(offset: int, spec: tuple[tuple[str, object], ...] = _GEN_SYNTHETIC) -> TypedWorkload:
+    rule = GEN_TYPE_RULE
+    return TypedWorkload(
+        SYNTHETIC,
+        synthetic=spec,
+        seed_offset=offset,
+        iter_times=V100_TIMES,
+        accept_only=rule["accept_only"],  # type: ignore[arg-type]
+        mem_gib=rule["mem_gib"],  # type: ignore[arg-type]
+    )
+
+
+def _gavel(offset: int) -> Workload:
+    return Workload(
+        SYNTHETIC, synthetic=_GAVEL_SYNTHETIC, seed_offset=offset, iter_times=V100_TIMES
+    )
+
+
+def _file(source: str, part: tuple[float, float] = (0.0, 1.0)) -> Workload:
+    return Workload(source, part=part, resample=True, iter_times=V100_TIMES)
+
+
+def typed_cases(quick: bool = False) -> tuple[Case, ...]:
+    """The family's cases (train, validation, test), or with ``quick`` its
+    quick cases (one per group, smallest setting; never in a split)."""
+    vah, kpv, ob = "v100-a100-h100", "gavel-kpv", "openb"
+    ib, pcie = "a100_nvlink_ib", "pcie_25gbe"
+    if quick:
+        return (
+            _c("quick-gen@vah384", "synthetic", "test",
+               _gen(7500, freeze({**dict(_GEN_SYNTHETIC), "n_jobs": 80})),
+               vah, ib, "moderate", "quick: generator seeds 7500-7504, never in a split", 0.8,
+               seeds=EVAL_SEEDS),
+            _c("quick-gavel@kpv108", "synthetic", "test",
+               dataclasses.replace(_gavel(7600), synthetic=freeze(
+                   {**_unfrozen(_GAVEL_SYNTHETIC), "n_jobs": 80})),
+               kpv, pcie, "none", "quick: generator seeds 7600-7604, never in a split", 0.7,
+               seeds=EVAL_SEEDS),
+            _c("quick-openb-dev-head80@openb", "alibaba", "test",
+               dataclasses.replace(_file(_DEV, (0.1, 0.6)), head=80),
+               ob, pcie, "moderate", "quick: the train dev cut's first 80 jobs from 10%", 0.004,
+               seeds=EVAL_SEEDS),
+        )  # fmt: skip
+    return (
+        # -- test ----------------------------------------------------------------
+        _c("gen-test@vah384", "synthetic", "test", _gen(7000),
+           vah, ib, "moderate", _BY_SEED_GEN, 0.9,
+           "three generations, 20% of jobs A100/H100 only, 15% needing 40 GiB"),
+        _c("gavel-test@kpv108", "synthetic", "test", _gavel(7100),
+           kpv, pcie, "none", _BY_SEED_GAVEL, 0.9, "Gavel-like jobs on K80/P100/V100"),
+        _c("openb-spec33-test@openb", "alibaba", "test", _file(_SPEC33, (0.75, 1.0)),
+           ob, pcie, "moderate", _BY_TIME_OPENB, 0.02,
+           "gpuspec33 (needs `ddl-gym data fetch`): a third of the pods name their types"),
+        # -- validation ----------------------------------------------------------
+        _c("gen-val@vah384", "synthetic", "validation", _gen(6500),
+           vah, ib, "moderate", _BY_SEED_GEN, 0.9),
+        _c("gavel-val@kpv108", "synthetic", "validation", _gavel(6600),
+           kpv, pcie, "none", _BY_SEED_GAVEL, 0.9),
+        _c("openb-spec33-val@openb", "alibaba", "validation", _file(_SPEC33, (0.5, 0.75)),
+           ob, pcie, "moderate", _BY_TIME_OPENB, 0.02, "gpuspec33 (needs `ddl-gym data fetch`)"),
+        # -- train ---------------------------------------------------------------
+        _c("gen-train@vah384", "synthetic", "train", _gen(6000),
+           vah, ib, "moderate", _BY_SEED_GEN, 0.9),
+        _c("gavel-train@kpv108", "synthetic", "train", _gavel(6100),
+           kpv, pcie, "none", _BY_SEED_GAVEL, 0.9),
+        _c("openb-dev@openb", "alibaba", "train", _file(_DEV, (0.1, 1.0)),
+           ob, pcie, "moderate", _BY_TIME_OPENB, 0.02,
+           "the developers' dev cut (always runs with the data dir); from 10%: the first "
+           "jobs are months apart, as v3's Alibaba train case"),
+        _c("openb-spec33-train@openb", "alibaba", "train", _file(_SPEC33, (0.1, 0.5)),
+           ob, pcie, "moderate", _BY_TIME_OPENB, 0.02, "gpuspec33 (needs `ddl-gym data fetch`)"),
+    )  # fmt: skip
+
+
+def _unfrozen(pairs: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    return {k: dict(v) if k.endswith("_mix") else v for k, v in pairs}
+
+
+def missing_data(case: Case) -> str | None:
+    """Why ``case`` cannot run here (its trace file is not under the data
+    dir, with the command that fetches it), or None."""
+    if case.workload.source == SYNTHETIC and case.shape != "openb":
+        return None
+    try:
+        if case.workload.source != SYNTHETIC:
+            data_path(case.workload.source)
+        if case.shape == "openb":
+            case.cluster()  # reads the node list from the data dir
+    except (DataMissingError, ValueError) as err:
+        return str(err)
+    return None
+
+
+# -- design and quick runs ----------------------------------------------------------
+def design_scales(
+    names: Sequence[str] | None = None, log: Callable[[str], None] = print
+) -> dict[str, float]:
+    """The arrival-rate factor of each case (``names``; default all, quick
+    included) for its :data:`LOAD_TARGETS` at seed 0: what :data:`_SCALES`
+    freezes. Cases whose data is missing are left out (logged)."""
+    out = {}
+    for case in (*typed_cases(), *typed_cases(quick=True)):
+        if names is not None and case.name not in names:
+            continue
+        why = missing_data(case)
+        if why:
+            log(f"{case.name}: skipped: {why}")
+            continue
+        k = arrival_scale_for(case.workload, case.cluster().num_gpus, LOAD_TARGETS[case.name])
+        log(f"{case.name}: {k}")
+        out[case.name] = k
+    return out
+
+
+def quick_best(
+    cases: Sequence[Case] | None = None,
+    heuristics: Sequence[str] = HEURISTICS_TYPED,
+    seed: int = 0,
+    log: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run each case's ``seed`` with every heuristic; one row per case:
+    ``case``, ``best`` (lowest mean JCT), ``mean_jct_s`` per heuristic,
+    ``comm`` (multi-server comm/compute per heuristic), ``cpu_s`` (total
+    process time), or ``skipped`` with the reason when its data is missing.
+    Default cases: the quick ones (seconds each)."""
+    from ddl_gym.baselines import make_policy
+    from ddl_gym.benchmarks.policies import PolicySpec
+    from ddl_gym.benchmarks.runner import run_case
+
+    rows: list[dict[str, Any]] = []
+    for case in typed_cases(quick=True) if cases is None else cases:
+        why = missing_data(case)
+        if why:
+            rows.append({"case": case.name, "skipped": why})
+            if log:
+                log(f"{case.name}: skipped: {why}")
+            continue
+        t0 = time.process_time()
+        jct: dict[str, float] = {}
+        comm: dict[str, float] = {}
+        for name in heuristics:
+            spec = PolicySpec(name, lambda name=name: make_policy(name))
+            rec = run_case(spec, case, seed)
+            jct[name] = rec["mean_jct_s"]
+            comm[name] = rec["multi_server_comm_overhead"]
+        best = min(jct, key=lambda h: (jct[h], h))
+        row = {
+            "case": case.name,
+            "best": best,
+            "mean_jct_s": jct,
+            "comm": comm,
+            "cpu_s": time.process_time() - t0,
+        }
+        rows.append(row)
+        if log:
+            log(f"{case.name}: best {best} ({jct[best]:.0f} s), cpu {row['cpu_s']:.1f} s")
+    return rows
+
+
+if __name__ == "__main__":  # python -m ddl_gym.benchmarks.typed_family [--quick]
+    import sys
+
+    quick_best(None if "--quick" in sys.argv else typed_cases(), log=print)
