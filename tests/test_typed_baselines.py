@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from ddl_gym.baselines import POLICY_NAMES, TYPED_NAMES, TYPED_PARENT, make_policy
 
-from ddl_gym.engine import Engine, EngineView, Wait, run_policy, simulate
+from ddl_gym.engine import Engine, EngineView, PolicyEngineWarning, Wait, run_policy, simulate
 from ddl_gym.topology import Cluster, GpuKind
 from ddl_gym.traces import synthetic_trace
 from tests.helpers import InvariantChecker
@@ -221,6 +221,84 @@ def test_gavel_shares_the_fast_type_over_rounds() -> None:
     # a round at 0, 100, ..., 900: the V100 goes to the one furthest behind,
     # so every job has it in some rounds
     assert all(n >= 2 for n in on_v100.values()), on_v100
+
+
+def two_servers(fast: str = "V100-16GB", slow: str = "K80") -> Cluster:
+    """One rack: server 0 of type 0 (``slow``), server 1 of type 1 (``fast``)."""
+    return Cluster(1, 2, 4, gpu_kinds=(GpuKind(slow), GpuKind(fast)), server_kind=(0, 1))
+
+
+def test_gavel_never_moves_between_equally_fast_types() -> None:
+    # V100-16GB (type 0) and V100-32GB (type 1): equal speed for ResNet-50.
+    # f (400 iterations, 10 s) takes type 0 at 0 (ties to the first type); A
+    # arrives at 1 and starts on type 1. f ends at 10. Round at 100: type 0 is
+    # free and as fast as A's own, nobody waits: A stays (the old rule moved
+    # it to type 0, the plan's tie-break, for nothing). A ends at 1 + 250 s.
+    c = two_servers(fast="V100-32GB", slow="V100-16GB")
+    df = trace([("f", 0, 4, 400), ("A", 1, 4, 10_000)])
+    r = rows(simulate(df, c, make_policy("gavel", round_s=100.0)))
+    assert r.loc["A", "gpu_type"] == "V100-32GB"
+    assert list(r["preemptions"]) == [0, 0]
+    assert r.loc["A", "end_s"] == pytest.approx(1 + 10_000 * 0.1 / 4)
+
+
+def test_gavel_no_fairness_swap_when_nobody_waits() -> None:
+    # a and b (4 GPUs each) arrive at 0: a (index 0) takes the V100, b the
+    # K80. Round at 100: b's rate is 0.1588, a's 1, but nobody waits and no
+    # V100 is free: nobody moves (the old rule swapped them, two preemptions
+    # a round). b ends at 157.43 s, a at 10,000 x 0.1 / 4 = 250 s.
+    df = trace([("a", 0, 4, 10_000), ("b", 0, 4, 1000)])
+    r = rows(simulate(df, two_servers(), make_policy("gavel", round_s=100.0)))
+    assert list(r["gpu_type"]) == ["V100-16GB", "K80"]
+    assert list(r["preemptions"]) == [0, 0]
+    assert r.loc["a", "end_s"] == pytest.approx(250.0)
+    assert r.loc["b", "end_s"] == pytest.approx(ON_K80)
+
+
+def test_gavel_waiting_job_with_less_service_takes_the_fast_type_at_the_round() -> None:
+    # a (10,000 iterations) takes the V100, b (1,500) the K80 at 0; c (1,000)
+    # arrives at 50 and waits: no free room, and nobody is preempted between
+    # rounds. Round at 100, order by rate: c 0, b 0.1588, a 1. c fits no free
+    # room, so the round is planned with displacement: c takes the V100 a
+    # holds; b stays (the V100 is taken); a is displaced and sits out (no
+    # free room). c runs 100 .. 125 on V100 (a new job: no restore); a (4,000
+    # iterations done) restarts on the V100 at 125, when c ends, and ends at
+    # 125 + 4 s restore + 6,000 x 0.1 / 4 = 279 s; the round at 200 moves
+    # nobody (nobody waits). b ends at 1,500 x 0.1 / 0.1588 / 4 = 236.15 s.
+    df = trace([("a", 0, 4, 10_000), ("b", 0, 4, 1500), ("c", 50, 4, 1000)])
+    r = rows(simulate(df, two_servers(), make_policy("gavel", round_s=100.0)))
+    assert r.loc["c", "start_s"] == pytest.approx(100.0)
+    assert r.loc["c", "end_s"] == pytest.approx(100.0 + ON_V100)
+    assert r.loc["c", "gpu_type"] == "V100-16GB"
+    assert r.loc["a", "preemptions"] == 1
+    assert r.loc["a", "end_s"] == pytest.approx(279.0)
+    assert r.loc["b", "preemptions"] == 0
+    assert r.loc["b", "end_s"] == pytest.approx(1.5 * ON_K80)
+
+
+@pytest.mark.parametrize("restore", [20.0, 21.0])
+def test_gavel_move_pays_for_its_restore_over_the_round(restore: float) -> None:
+    # busy_v100(1600): X runs on K80 from 1; a V100 server is free from 40.
+    # Round at 100 (R = 100 s): X (4 GPUs) moves if (R - 4 x restore) x 1 >=
+    # 1.1 x R x 0.1588 = 17.47: restore 20 s/GPU (pause 80 s): 20 >= 17.47,
+    # X moves and ends at 100 + 80 + (1000 - done) x 0.025; restore 21 s/GPU
+    # (pause 84 s): 16 < 17.47, X stays on K80 and ends at 1 + 157.43 s.
+    policy = make_policy("gavel", round_s=100.0)
+    with pytest.warns(PolicyEngineWarning, match="restore_s_per_gpu"):  # not gavel's 1 s
+        r = rows(simulate(busy_v100(1600), k80_v100(), policy, restore_s_per_gpu=restore))
+    done = 99 * 4 * K80_RESNET50 / 0.1
+    if restore == 20.0:
+        assert r.loc["X", "preemptions"] == 1
+        assert r.loc["X", "end_s"] == pytest.approx(180 + (1000 - done) * 0.1 / 4)
+    else:
+        assert r.loc["X", "preemptions"] == 0
+        assert r.loc["X", "gpu_type"] == "K80"
+        assert r.loc["X", "end_s"] == pytest.approx(1 + ON_K80)
+
+
+def test_gavel_move_margin_must_be_non_negative() -> None:
+    with pytest.raises(ValueError, match="move_margin"):
+        make_policy("gavel", move_margin=-0.1)
 
 
 # -- invariants on random typed traces -------------------------------------------------
