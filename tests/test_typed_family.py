@@ -17,13 +17,17 @@ from ddl_gym.benchmarks.typed_family import (
     HEURISTICS_TYPED,
     LOAD_TARGETS,
     TypedWorkload,
+    design_scales,
     missing_data,
     quick_best,
     typed_cases,
+    v100_equivalent_gpus,
 )
 from ddl_gym.benchmarks.workload import SYNTHETIC, Workload
 from ddl_gym.engine import simulate
 from ddl_gym.gpu_types import get_gpu_type
+from ddl_gym.topology import get_cluster
+from ddl_gym.typed_clusters import gavel_cluster
 
 CASES = typed_cases()
 QUICK = typed_cases(quick=True)
@@ -160,3 +164,15 @@ def test_quick_best_reports_a_best_per_case() -> None:
     assert row["best"] in ("fifo", "gavel")
     assert row["best"] == min(row["mean_jct_s"], key=row["mean_jct_s"].get)
     assert all(0 <= c <= 8.557 for c in row["comm"].values())
+
+
+def test_v100_equivalent_capacity_by_hand() -> None:
+    # 4 each of K80 (0.247), P100 (0.813), V100 (1.0): 4 x 2.06 = 8.24
+    assert v100_equivalent_gpus(gavel_cluster(gpus_per_type=4)) == pytest.approx(8.24)
+    assert v100_equivalent_gpus(get_cluster("2x2x4", "pcie_25gbe")) == 16.0
+
+
+def test_frozen_scale_is_what_the_design_gives() -> None:
+    name = "quick-gavel@kpv108"
+    case = next(c for c in QUICK if c.name == name)
+    assert design_scales([name], log=lambda _: None) == {name: case.workload.arrival_scale}

@@ -49,8 +49,14 @@ validation and test 0-4 (as v3).
 
 Loads: ``arrival_scale`` set by
 :func:`~ddl_gym.benchmarks.workload.arrival_scale_for` at seed 0 to the
-busy-load target in :data:`LOAD_TARGETS` on the cluster's GPU count
-(:data:`_SCALES` holds the numbers; :func:`design_scales` recomputes them).
+busy-load target in :data:`LOAD_TARGETS` on the cluster's V100-equivalent
+capacity (:func:`v100_equivalent_gpus`: each type's GPUs times its
+catalogue speed vs V100; jobs' iteration times are V100 times, so a plain
+GPU count would leave a cluster of H100s mostly idle at "0.9").
+:data:`_SCALES` holds the numbers; :func:`design_scales` recomputes them.
+openb's whole-GPU pods cannot keep openb's 6,212 GPUs busy: at 1,000x their
+arrival rate they reach a busy load of 0.05-0.1, so the openb cases target
+0.02 (queues form on the types pods name, not on the whole cluster).
 Comm/compute: each case's multi-server jobs under the heuristics stay in
 v3's measured range (:data:`~ddl_gym.benchmarks.suite_v3.MEASURED_COMM_RANGE`),
 checked at seed 0 by :func:`quick_best` (``comm`` per run).
@@ -84,6 +90,8 @@ from ddl_gym.benchmarks.workload import (
     data_path,
     freeze,
 )
+from ddl_gym.gpu_types import get_gpu_type
+from ddl_gym.topology import Cluster
 from ddl_gym.traces import Trace
 from ddl_gym.traces.schema import make_trace
 
@@ -97,6 +105,7 @@ __all__ = [
     "missing_data",
     "quick_best",
     "typed_cases",
+    "v100_equivalent_gpus",
 ]
 
 #: The four typed policies (``ddl_gym.baselines.TYPED_NAMES``, frozen here).
@@ -195,19 +204,19 @@ _GEN_SYNTHETIC = _SYNTHETIC  # v3's generator settings (n_jobs 400, sizes 1-64)
 LOAD_TARGETS: dict[str, float] = {}
 # The frozen arrival-rate factors (``design_scales()`` recomputes them).
 _SCALES: dict[str, float] = {
-    "gen-test@vah384": 0.994,
-    "gavel-test@kpv108": 0.862,
-    "openb-spec33-test@openb": 97.3,
-    "gen-val@vah384": 0.994,
-    "gavel-val@kpv108": 0.802,
-    "openb-spec33-val@openb": 56.4,
-    "gen-train@vah384": 0.888,
-    "gavel-train@kpv108": 0.874,
-    "openb-dev@openb": 40.9,
-    "openb-spec33-train@openb": 36.7,
-    "quick-gen@vah384": 3.01,
-    "quick-gavel@kpv108": 1.94,
-    "quick-openb-dev-head80@openb": 33.4,
+    "gen-test@vah384": 3.65,
+    "gavel-test@kpv108": 0.514,
+    "openb-spec33-test@openb": 80.3,
+    "gen-val@vah384": 3.22,
+    "gavel-val@kpv108": 0.402,
+    "openb-spec33-val@openb": 49.0,
+    "gen-train@vah384": 3.66,
+    "gavel-train@kpv108": 0.518,
+    "openb-dev@openb": 35.9,
+    "openb-spec33-train@openb": 31.9,
+    "quick-gen@vah384": 4.57,
+    "quick-gavel@kpv108": 0.675,
+    "quick-openb-dev-head80@openb": 25.0,
 }
 
 
@@ -271,7 +280,7 @@ def typed_cases(quick: bool = False) -> tuple[Case, ...]:
         return (
             _c("quick-gen@vah384", "synthetic", "test",
                _gen(7500, freeze({**dict(_GEN_SYNTHETIC), "n_jobs": 80})),
-               vah, ib, "moderate", "quick: generator seeds 7500-7504, never in a split", 0.8,
+               vah, ib, "moderate", "quick: generator seeds 7500-7504, never in a split", 0.4,
                seeds=EVAL_SEEDS),
             _c("quick-gavel@kpv108", "synthetic", "test",
                dataclasses.replace(_gavel(7600), synthetic=freeze(
@@ -334,6 +343,21 @@ def missing_data(case: Case) -> str | None:
 
 
 # -- design and quick runs ----------------------------------------------------------
+def v100_equivalent_gpus(cluster: Cluster) -> float:
+    """Sum over types of GPUs x speed vs V100 (the catalogue's median speed,
+    or the type's assumed ``speed`` for undisclosed types); an untyped
+    cluster: its GPU count."""
+    if not cluster.typed:
+        return float(cluster.num_gpus)
+    total = 0.0
+    for kind, gpus in zip(cluster.gpu_kinds, cluster.type_capacities(), strict=True):
+        speed = kind.speed if kind.speed is not None else get_gpu_type(kind.name).speed
+        if speed is None:
+            raise ValueError(f"GPU type {kind.name} has no speed: give the kind one")
+        total += gpus * speed
+    return total
+
+
 def design_scales(
     names: Sequence[str] | None = None, log: Callable[[str], None] = print
 ) -> dict[str, float]:
@@ -348,7 +372,8 @@ def design_scales(
         if why:
             log(f"{case.name}: skipped: {why}")
             continue
-        k = arrival_scale_for(case.workload, case.cluster().num_gpus, LOAD_TARGETS[case.name])
+        capacity = v100_equivalent_gpus(case.cluster())
+        k = arrival_scale_for(case.workload, capacity, LOAD_TARGETS[case.name])  # type: ignore[arg-type]
         log(f"{case.name}: {k}")
         out[case.name] = k
     return out
@@ -362,7 +387,8 @@ def quick_best(
 ) -> list[dict[str, Any]]:
     """Run each case's ``seed`` with every heuristic; one row per case:
     ``case``, ``best`` (lowest mean JCT), ``mean_jct_s`` per heuristic,
-    ``comm`` (multi-server comm/compute per heuristic), ``cpu_s`` (total
+    ``comm`` (multi-server comm/compute per heuristic), ``preemptions``
+    (per heuristic), ``cpu_s`` (total
     process time), or ``skipped`` with the reason when its data is missing.
     Default cases: the quick ones (seconds each)."""
     from ddl_gym.baselines import make_policy
@@ -380,17 +406,20 @@ def quick_best(
         t0 = time.process_time()
         jct: dict[str, float] = {}
         comm: dict[str, float] = {}
+        preempt: dict[str, int] = {}
         for name in heuristics:
             spec = PolicySpec(name, lambda name=name: make_policy(name))
             rec = run_case(spec, case, seed)
             jct[name] = rec["mean_jct_s"]
             comm[name] = rec["multi_server_comm_overhead"]
+            preempt[name] = int(rec["preemptions"])
         best = min(jct, key=lambda h: (jct[h], h))
         row = {
             "case": case.name,
             "best": best,
             "mean_jct_s": jct,
             "comm": comm,
+            "preemptions": preempt,
             "cpu_s": time.process_time() - t0,
         }
         rows.append(row)
