@@ -61,8 +61,15 @@ simple greedy approximation of its max-min fairness, stated here:
   engine's choice of servers (those jobs start when they fit). A running
   mixed job keeps its GPUs, or sits out when displaced.
 
+Measured (3 seeds, ``ddl-gym compare``'s settings): openb-typed 105,300 ->
+10 preemptions, mean JCT -0.1 %; generations 11,100-12,800 -> 8,000-11,000,
+mean JCT -0.2 to -2.7 %; what remains there is the rounds' time-sharing while
+hundreds of jobs wait (each displaced job had run one round).
+
 On an untyped cluster every job has one type at normalised throughput 1:
-the policy is round-based least-attained-service per GPU and time in system.
+the policy is round-based least-attained-service per GPU and time in system,
+where a running job yields its GPUs only to a waiting job that fits no free
+room.
 Deterministic: every order ends in the job index.
 """
 
