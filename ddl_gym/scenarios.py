@@ -63,7 +63,10 @@ DATA_TRACES: dict[str, str] = {
     # openb's own node list)
     "alibaba-openb": "traces/alibaba_openb/openb_pod_list_default_dev.csv",
 }
-BUILTIN_TRACES = ("default", "synthetic", *DATA_TRACES)
+# ``llm-synthetic``: ddl_gym.llm.workload.llm_cluster_trace on the scenario's
+# cluster, its [synthetic] table holding n_jobs and load
+LLM_SYNTHETIC = "llm-synthetic"
+BUILTIN_TRACES = ("default", "synthetic", *DATA_TRACES, LLM_SYNTHETIC)
 
 
 class ScenarioError(ValueError):
@@ -158,6 +161,17 @@ class Scenario:
         assignment of traces without models."""
         if self.trace == "default":
             trace = default_trace(seed=seed)
+        elif self.trace == LLM_SYNTHETIC:
+            from ddl_gym.llm.workload import llm_cluster_trace
+
+            spec = dict(self.synthetic)
+            trace = llm_cluster_trace(
+                self.build_cluster(),
+                n_jobs=int(spec.get("n_jobs", 1000)),
+                seed=seed,
+                load=float(spec.get("load", 0.8)),
+                name=self.name,
+            )
         elif self.trace == "synthetic":
             spec = dict(self.synthetic)
             spec.setdefault("name", self.name)
@@ -363,6 +377,27 @@ SCENARIOS: dict[str, Scenario] = {
             seeds=(0, 1, 2),
         ),
         Scenario(
+            name="llm-cluster",
+            description="4,000 synthetic LLM-development jobs (Acme trace's published "
+            "sizes and run times; Llama-2 7B/13B/70B with TP x PP x DP layouts) on 1,024 "
+            "DGX A100 GPUs, leaf-spine 2:1, moderate congestion: every heuristic",
+            trace=LLM_SYNTHETIC,
+            synthetic={"n_jobs": 4000, "load": 3.0},
+            cluster="dgx_a100_1024_2to1",
+            congestion="moderate",
+            policies=(
+                "fifo",
+                "consolidation",
+                "tiresias",
+                "gandiva",
+                "dally-delay",
+                "dally-1-2",
+                "dally-6-12",
+                "dally",
+            ),
+            seeds=(0, 1, 2),
+        ),
+        Scenario(
             name="pcie-diurnal",
             description="the bundled default on 512 commodity GPUs (PCIe, 25GbE, 3:1) "
             "with day/night background traffic",
@@ -420,6 +455,25 @@ _SYNTHETIC_KEYS: dict[str, tuple[Any, str]] = {
     "gpu_mix": (lambda v: isinstance(v, Mapping) and v, "a table of GPU count = weight"),
     "model_mix": (lambda v: isinstance(v, Mapping) and v, "a table of model name = weight"),
 }
+
+
+_LLM_SYNTHETIC_KEYS: dict[str, tuple[Any, str]] = {
+    "n_jobs": _SYNTHETIC_KEYS["n_jobs"],
+    "load": (lambda v: _number(v) and 0 < v <= 100, "a positive number (<= 100)"),
+}
+
+
+def _llm_synthetic_ok(spec: Mapping[str, Any], source: str) -> None:
+    """Check the ``[synthetic]`` table of ``trace = "llm-synthetic"``."""
+    unknown = sorted(set(spec) - set(_LLM_SYNTHETIC_KEYS))
+    if unknown:
+        raise ScenarioError(
+            f"{source}: [synthetic] of trace {LLM_SYNTHETIC!r}: unknown key(s) "
+            f"{', '.join(map(repr, unknown))}; allowed: {', '.join(_LLM_SYNTHETIC_KEYS)}"
+        )
+    for key, value in spec.items():
+        ok, what = _LLM_SYNTHETIC_KEYS[key]
+        _check(bool(ok(value)), source, f"synthetic.{key}", what, value)
 
 
 def _synthetic_ok(spec: Mapping[str, Any], source: str) -> None:
@@ -568,7 +622,10 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scena
         _models_ok(d["models"], source, d.get("mode", "default"))
     if "synthetic" in d:
         _check(isinstance(d["synthetic"], Mapping), source, "synthetic", "a table", d["synthetic"])
-        _synthetic_ok(d["synthetic"], source)
+        if d.get("trace") == LLM_SYNTHETIC:
+            _llm_synthetic_ok(d["synthetic"], source)
+        else:
+            _synthetic_ok(d["synthetic"], source)
     if d.get("trace", "default") == "synthetic" and not d.get("synthetic"):
         raise ScenarioError(f'{source}: trace = "synthetic" needs a [synthetic] table')
     if "jobs" in d:

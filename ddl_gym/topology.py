@@ -686,7 +686,8 @@ _CLUSTER_SHAPE = re.compile(r"^(\d+)x(\d+)x(\d+)$")
 def get_cluster(cluster: str | Cluster, fabric: str | Fabric | None = None) -> Cluster:
     """A ``Cluster``, a preset name, a typed preset's name
     (:data:`ddl_gym.typed_clusters.TYPED_CLUSTER_NAMES`: ``gavel-kpv``,
-    ``v100-a100-h100``, ``openb`` read from the data dir), or ``"RxSxG"``
+    ``v100-a100-h100``, ``openb`` read from the data dir), an LLM cluster's
+    (``ddl_gym.llm.clusters.LLM_CLUSTERS``, e.g. ``dgx_a100_1024``), or ``"RxSxG"``
     (racks x servers per rack x GPUs per server, fabric ``seed`` unless
     ``fabric`` says otherwise); ``fabric`` overrides the cluster's fabric."""
     if isinstance(cluster, str):
@@ -698,12 +699,16 @@ def get_cluster(cluster: str | Cluster, fabric: str | Fabric | None = None) -> C
         else:
             # typed presets live apart (they read the GPU catalogue and, for
             # openb, the data dir): imported on use, no import cycle
+            from ddl_gym.llm.clusters import LLM_CLUSTERS
             from ddl_gym.typed_clusters import TYPED_CLUSTER_NAMES, get_typed_cluster
 
-            if cluster not in TYPED_CLUSTER_NAMES:
-                known = ", ".join((*CLUSTERS, *TYPED_CLUSTER_NAMES))
+            if cluster in LLM_CLUSTERS:  # today's DGX leaf-spine clusters (docs/llm.md)
+                cluster = LLM_CLUSTERS[cluster]
+            elif cluster in TYPED_CLUSTER_NAMES:
+                cluster = get_typed_cluster(cluster)
+            else:
+                known = ", ".join((*CLUSTERS, *TYPED_CLUSTER_NAMES, *LLM_CLUSTERS))
                 raise ValueError(f"unknown cluster {cluster!r}; known clusters: {known}")
-            cluster = get_typed_cluster(cluster)
     if fabric is not None:
         cluster = cluster.with_fabric(fabric)
     return cluster

@@ -66,6 +66,9 @@ def test_help_names_are_the_registries():
     from ddl_gym.typed_clusters import TYPED_CLUSTER_NAMES
 
     assert names.TYPED_CLUSTERS == tuple(TYPED_CLUSTER_NAMES)
+    from ddl_gym.llm.clusters import LLM_CLUSTERS
+
+    assert names.LLM_CLUSTERS == tuple(LLM_CLUSTERS)
     assert names.FABRICS == tuple(FABRICS)
     assert names.SCENARIOS == tuple(SCENARIOS)
     assert names.TRACES == tuple(BUILTIN_TRACES)

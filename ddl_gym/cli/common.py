@@ -15,6 +15,7 @@ from ddl_gym.cli.names import (
     CLUSTERS,
     CONGESTIONS,
     FABRICS,
+    LLM_CLUSTERS,
     SCENARIOS,
     TRACES,
     TYPED_CLUSTERS,
@@ -53,7 +54,8 @@ def add_scenario_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--cluster",
         help=f"override the cluster: {listed(CLUSTERS)}, a typed one (GPU types: "
-        f"{listed(TYPED_CLUSTERS)}) or RxSxG (racks x servers x GPUs)",
+        f"{listed(TYPED_CLUSTERS)}), an LLM one ({listed(LLM_CLUSTERS)}) or RxSxG "
+        "(racks x servers x GPUs)",
     )
     g.add_argument(
         "--fabric",

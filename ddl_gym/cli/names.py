@@ -47,14 +47,17 @@ SCENARIOS = (
     "philly-week-512",
     "openb-typed",
     "generations",
+    "llm-cluster",
     "pcie-diurnal",
 )
 # a scenario's trace names (ddl_gym.scenarios.BUILTIN_TRACES): every named
-# workload, and openb's pods (run on typed clusters)
-TRACES = ("default", "synthetic", *WORKLOADS[1:], "alibaba-openb")
+# workload, openb's pods (run on typed clusters) and the synthetic LLM mix
+TRACES = ("default", "synthetic", *WORKLOADS[1:], "alibaba-openb", "llm-synthetic")
 CLUSTERS = ("seed64", "nvswitch512", "pcie512", "seed512")
 # typed presets (ddl_gym.typed_clusters.TYPED_CLUSTER_NAMES; openb reads the data dir)
 TYPED_CLUSTERS = ("gavel-kpv", "v100-a100-h100", "openb")
+# LLM clusters (ddl_gym.llm.clusters.LLM_CLUSTERS: DGX servers, leaf-spine)
+LLM_CLUSTERS = ("dgx_a100_1024", "dgx_a100_1024_2to1", "dgx_h100_1024")
 # built-in fabric presets (ddl_gym.topology.FABRICS; fitted ones ship as JSON)
 FABRICS = (
     "seed",

@@ -296,7 +296,7 @@ class Engine:
         self.pending = PendingQueue()  # ordered by (arrival, index)
         self.running: dict[int, Job] = {}
         self.n_done = 0
-        # type-blind placements a typed cluster could not hold (``run_policy``)
+        # placements a forgiven policy asked for and could not get (``forgives``)
         self.deferred = 0
         self.background = self.congestion.at(self.now)
         self._uplink_alpha = self.perf.uplink_latency(self.background)
@@ -334,6 +334,15 @@ class Engine:
         if change is not None:
             self._push(change, CONGESTION, -1)
         self._process_next_instant()
+
+    def forgives(self, policy: object) -> bool:
+        """Whether the run loops (``run_policy``, the env's heuristic
+        rollout) let ``policy``'s placements this engine cannot make end its
+        turn instead of failing: the engine has constraints free GPU counts
+        do not show (GPU types; LLM jobs' whole TP groups per server) and the
+        policy does not declare it knows them (a true ``type_aware``)."""
+        constrained = self.types is not None or (self.llm is not None and not self.llm_split_tp)
+        return constrained and not getattr(policy, "type_aware", False)
 
     @property
     def done(self) -> bool:

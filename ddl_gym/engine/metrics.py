@@ -178,5 +178,6 @@ def build_result(engine) -> Result:
         ]
         for name, seconds in zip(types.names, types.gpu_seconds, strict=True):
             summary[f"gpu_h_{name}"] = seconds / 3600.0
+    if types is not None or engine.llm is not None:
         summary["deferred_places"] = float(engine.deferred)
     return Result(jobs, series, summary, placements)

@@ -83,9 +83,10 @@ def run_policy(
 
     On a typed cluster a policy that is not type-aware (no true
     ``type_aware`` attribute) reasons about free GPUs as if the cluster had
-    one type, so it may ask for a placement no single accepted type can hold:
+    one type, so it may ask for a placement no single accepted type can hold
+    (and, with LLM jobs, one that would split a TP group):
     that placement is not made and ends the policy's turn, as if it had
-    waited (a type-blind scheduler's attempt failing). ``engine.deferred``
+    waited (a type-blind scheduler's attempt failing; ``Engine.forgives``). ``engine.deferred``
     counts them (the result's ``deferred_places``). Such a policy may also
     preempt for a job its free counts say would then fit and, when it does
     not, put the victim back and preempt it again: preempting a job a second
@@ -94,7 +95,7 @@ def run_policy(
     with cyclic_gc_paused() if pause_gc else nullcontext():
         view = EngineView(engine)
         act = policy.act
-        type_blind = engine.types is not None and not getattr(policy, "type_aware", False)
+        type_blind = engine.forgives(policy)
         preempted: set[int] = set()  # (type-blind on a typed cluster: this instant's)
         while not engine.done:
             for _ in range(max_actions_per_instant):

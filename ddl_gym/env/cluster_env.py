@@ -542,7 +542,8 @@ def heuristic_rollout(
     differ give a ``PolicyEngineWarning``, as in ``simulate()``.
 
     On a typed cluster a type-blind policy (no true ``type_aware``
-    attribute) may ask for a placement no accepted type can hold; as in
+    attribute) may ask for a placement no accepted type can hold (or, with
+    LLM jobs, one that splits a TP group; ``Engine.forgives``); as in
     ``simulate()`` (``engine/simulate.py``, ``run_policy``) that attempt
     ends its turn (a WAIT) and counts in ``engine.deferred``, so the two
     give the same results."""
@@ -554,7 +555,7 @@ def heuristic_rollout(
     policy.reset(base.view, seed=seed)
     engine = base.engine
     assert engine is not None
-    type_blind = engine.types is not None and not getattr(policy, "type_aware", False)
+    type_blind = engine.forgives(policy)
     total = 0.0
     for _ in range(max_steps):
         a = base.action_index(policy.act(base.view))
