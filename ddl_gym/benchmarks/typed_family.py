@@ -8,7 +8,9 @@ best heuristic is taken over :data:`HEURISTICS_TYPED`: v3's nine type-blind
 heuristics plus the four typed policies (``ddl_gym.baselines.TYPED_NAMES``).
 
 Three groups of cases (docs/typed_family.md has the loads and the best
-heuristic per case at seed 0):
+heuristic per case at seed 0). ``python -m ddl_gym.benchmarks.typed_family
+--quick`` runs the quick cases' seed 0 with every heuristic and prints the
+best per case (:func:`quick_best`); without ``--quick``, the ten cases:
 
 * **generations** (``gen-*@vah384``): the v3 heavy-tailed generator (sizes
   1-64 GPUs, log-normal durations, Helios model mix, :data:`V100_TIMES`) on
