@@ -105,6 +105,8 @@ class Scenario:
         congestion: background traffic on rack uplinks (preset or fraction).
         lease_s, tick_s, restore_s_per_gpu, clairvoyant: engine settings;
             None leaves them to the policy's ``engine_kwargs()`` / the engine.
+        llm_split_tp: let LLM jobs' tensor-parallel groups span servers
+            (the engine's ``llm_split_tp``; None: they stay whole, the default).
         policies: policies ``compare`` runs (empty: every registered one).
         congestions: congestion levels ``compare`` sweeps (empty: ``congestion``).
         seeds: seeds ``compare`` runs (workload and policy seeds).
@@ -137,6 +139,7 @@ class Scenario:
     tick_s: float | None = None
     restore_s_per_gpu: float | None = None
     clairvoyant: bool | None = None
+    llm_split_tp: bool | None = None
     policies: tuple[str, ...] = ()
     congestions: tuple[str | float, ...] = ()
     seeds: tuple[int, ...] = (0,)
@@ -201,7 +204,7 @@ class Scenario:
         """``base`` (e.g. a policy's ``engine_kwargs()``) overridden by the
         settings this scenario fixes, plus its congestion."""
         out = dict(base or {})
-        for key in ("lease_s", "tick_s", "restore_s_per_gpu", "clairvoyant"):
+        for key in ("lease_s", "tick_s", "restore_s_per_gpu", "clairvoyant", "llm_split_tp"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -645,14 +648,9 @@ def scenario_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Scena
     if "restore_s_per_gpu" in d:
         v = d["restore_s_per_gpu"]
         _check(_number(v) and v >= 0, source, "restore_s_per_gpu", "a number >= 0", v)
-    if "clairvoyant" in d:
-        _check(
-            isinstance(d["clairvoyant"], bool),
-            source,
-            "clairvoyant",
-            "true or false",
-            d["clairvoyant"],
-        )
+    for key in ("clairvoyant", "llm_split_tp"):
+        if key in d:
+            _check(isinstance(d[key], bool), source, key, "true or false", d[key])
     if "congestion" in d:
         _congestion_ok(d["congestion"], source, "congestion")
     if "mode" in d:

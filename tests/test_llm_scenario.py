@@ -51,3 +51,26 @@ def test_every_heuristic_runs_it(case, policy: str) -> None:
     tp = {row.job_id: int(row.layout.split("-")[0][2:]) for row in trace.jobs.itertuples()}
     for row in result.placements.itertuples():
         assert row.gpus % tp[row.job_id] == 0, (row.job_id, row.gpus)
+
+
+def test_policies_see_an_llm_jobs_predicted_slowdown(case) -> None:
+    from ddl_gym.engine import Engine, EngineView
+    from ddl_gym.perf import Level
+
+    scenario, trace = case
+    engine = Engine(trace, scenario.build_cluster(), congestion="moderate")
+    view = EngineView(engine)
+    job = max(engine.jobs, key=lambda j: j.gpus)
+    layout = view.layout(job)
+    assert layout is not None and layout.tp * layout.pp * layout.dp == job.gpus
+    assert engine.llm is not None
+    for level in Level:
+        assert view.predicted_slowdown(job, level) == engine.llm.slowdown(
+            job.model, layout, level, engine.background
+        )
+
+
+def test_a_scenario_may_let_tp_groups_span_servers(case) -> None:
+    scenario, _ = case
+    assert "llm_split_tp" not in scenario.engine_kwargs()
+    assert scenario.replace(llm_split_tp=True).engine_kwargs()["llm_split_tp"] is True

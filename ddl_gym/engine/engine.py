@@ -335,6 +335,11 @@ class Engine:
             self._push(change, CONGESTION, -1)
         self._process_next_instant()
 
+    def layout_of(self, job: Job) -> Layout | None:
+        """``job``'s TP x PP x DP layout (None: data-parallel)."""
+        layouts = self._layouts
+        return None if layouts is None else layouts[job.index]
+
     def forgives(self, policy: object) -> bool:
         """Whether the run loops (``run_policy``, the env's heuristic
         rollout) let ``policy``'s placements this engine cannot make end its

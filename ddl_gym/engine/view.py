@@ -215,10 +215,18 @@ class EngineView:
 
     def predicted_slowdown(self, job: Job, level: Level) -> float | None:
         """Model prediction of ``t_iter / t_compute`` at the tightest shape of
-        ``level``, under the current background traffic."""
-        return self._engine.perf.slowdown(
-            job.model, job.gpus, level, self._engine.background, job.t_compute
-        )
+        ``level``, under the current background traffic (an LLM job's from its
+        layout, ``ddl_gym.llm``)."""
+        engine = self._engine
+        layout = engine.layout_of(job)
+        if layout is not None and engine.llm is not None:
+            return engine.llm.slowdown(job.model, layout, level, engine.background)
+        return engine.perf.slowdown(job.model, job.gpus, level, engine.background, job.t_compute)
+
+    def layout(self, job: Job):
+        """``job``'s TP x PP x DP layout (``ddl_gym.llm.Layout``; None:
+        data-parallel)."""
+        return self._engine.layout_of(job)
 
     def hint(self, hints: LeaseHints) -> None:
         """Tell the engine which instants can matter to this policy, until the
