@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 from ddl_gym.baselines import TYPED_NAMES, make_policy
 
-from ddl_gym.benchmarks.suite import Case
+from ddl_gym.benchmarks.provenance import case_inputs
+from ddl_gym.benchmarks.suite import SUITES, Case, Suite, suite_hash
 from ddl_gym.benchmarks.suite_v3 import HEURISTICS_V3
 from ddl_gym.benchmarks.typed_family import (
     HEURISTICS_TYPED,
@@ -27,6 +28,7 @@ from ddl_gym.benchmarks.workload import SYNTHETIC, Workload
 from ddl_gym.engine import simulate
 from ddl_gym.gpu_types import get_gpu_type
 from ddl_gym.topology import get_cluster
+from ddl_gym.traces.openb_types import NODE_LIST
 from ddl_gym.typed_clusters import gavel_cluster
 
 CASES = typed_cases()
@@ -176,3 +178,16 @@ def test_frozen_scale_is_what_the_design_gives() -> None:
     name = "quick-gavel@kpv108"
     case = next(c for c in QUICK if c.name == name)
     assert design_scales([name], log=lambda _: None) == {name: case.workload.arrival_scale}
+
+
+def test_family_fits_a_suite_and_hashes_its_inputs() -> None:
+    # ready for the next version: a Suite takes the cases as they are
+    suite = Suite("typed-family-draft", CASES, QUICK, heuristics=HEURISTICS_TYPED)
+    assert len(suite_hash(suite)) == 64
+    for case in ALL:
+        inputs = case_inputs(case)
+        if case.shape == "openb":
+            assert NODE_LIST in inputs and case.workload.source in inputs, case.name
+        else:
+            assert inputs == (), case.name
+    assert "typed-family-draft" not in SUITES  # not registered

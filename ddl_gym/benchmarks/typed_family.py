@@ -95,6 +95,7 @@ from ddl_gym.benchmarks.workload import (
 from ddl_gym.gpu_types import get_gpu_type
 from ddl_gym.topology import Cluster
 from ddl_gym.traces import Trace
+from ddl_gym.traces.openb_types import NODE_LIST
 from ddl_gym.traces.schema import make_trace
 
 __all__ = [
@@ -135,6 +136,15 @@ class TypedWorkload(Workload):
 
     accept_only: tuple[tuple[str, float], ...] = ()
     mem_gib: tuple[tuple[float, float], ...] = ()
+    # data files the case reads besides its trace (openb's node list, which
+    # the ``openb`` cluster is built from): a suite's hash covers them too
+    extra_inputs: tuple[str, ...] = ()
+
+    def input_files(self) -> tuple[str, ...]:
+        """The data files (relative to the data dir) the case reads
+        (:func:`ddl_gym.benchmarks.provenance.case_inputs` asks for them)."""
+        own = () if self.source == SYNTHETIC else (self.source,)
+        return (*own, *self.extra_inputs)
 
     def build(self, seed: int = 0) -> Trace:
         trace = super().build(seed)
@@ -269,8 +279,11 @@ def _gavel(offset: int) -> Workload:
     )
 
 
-def _file(source: str, part: tuple[float, float] = (0.0, 1.0)) -> Workload:
-    return Workload(source, part=part, resample=True, iter_times=V100_TIMES)
+def _file(source: str, part: tuple[float, float] = (0.0, 1.0)) -> TypedWorkload:
+    """An openb file on the ``openb`` cluster (its node list is an input too)."""
+    return TypedWorkload(
+        source, part=part, resample=True, iter_times=V100_TIMES, extra_inputs=(NODE_LIST,)
+    )
 
 
 def typed_cases(quick: bool = False) -> tuple[Case, ...]:
