@@ -137,45 +137,110 @@ def type_free(view: EngineView, k: int) -> list[int]:
     return [f if kinds[s] == k else 0 for s, f in enumerate(view.free_per_server)]
 
 
-def victims_on_type(
-    view: EngineView, job: Job, level: Level, k: int, candidates: Iterable[Job]
-) -> list[Job] | None:
-    """The fewest running ``candidates`` on type ``k`` (taken from the front:
-    pass them worst priority first) whose release lets ``job`` be placed on
-    type ``k`` within ``level``; None if even all of them are not enough.
-    ``victims_for`` restricted to one type, as a plain dry run (jobs on
-    another type or on several free nothing there)."""
+def victims_on_types(
+    view: EngineView, job: Job, level: Level, order: Iterable[int], candidates: Iterable[Job]
+) -> tuple[int, list[Job]] | None:
+    """Tiresias' victim search on one type at a time: for each type ``k`` of
+    ``order`` in turn, the fewest running ``candidates`` on ``k`` (taken from
+    the front: pass them worst priority first; jobs on another type or on
+    several free nothing there) whose release lets ``job`` be placed on ``k``
+    within ``level``, unneeded ones dropped as ``victims_for`` does; the first
+    type of ``order`` where some suffice, with them (None: on none).
+
+    Precondition: ``job`` fits on none of ``order`` within ``level`` now (the
+    caller tried, ``fastest_fitting``). Then, by the packer's own tests (a
+    placement within ``level`` exists iff a server, a rack or the type holds
+    ``gpus`` free GPUs of the type), only the victims' servers or racks can
+    come to fit: those alone are summed, and one walk over the candidates
+    serves every type (the first in ``order`` wins, as if tried in turn)."""
     cluster = view.cluster
     gpus = job.gpus
-    base = type_free(view, k)
-    free = list(base)
-    total = view.free_per_type[k]
-    chosen: list[Job] = []
-    for victim in candidates:
-        if victim.kind != k:
-            continue
-        chosen.append(victim)
-        total += victim.gpus
-        for server, g in victim.placement:
-            free[server] += g
-        if total >= gpus and placement_on(cluster, free, gpus, level) is not None:
-            break
-    else:
+    order = tuple(order)
+    if not order or (level == Level.MACHINE and gpus > cluster.gpus_per_server):
         return None
+    kinds = cluster.server_kind
+    free = view.free_per_server
+    S = cluster.servers_per_rack
+    per_rack = level == Level.RACK
+    by_server = level == Level.MACHINE
+    rank = {k: i for i, k in enumerate(order)}
+    chosen: list[list[Job]] = [[] for _ in order]
+    total = [view.free_per_type[k] for k in order]
+    base = list(total)
+    extra: list[dict[int, int]] = [{} for _ in order]  # server or rack -> released GPUs
+    units: dict[tuple[int, int], int] = {}  # (server or rack, type): free GPUs of the type
 
-    def fits(released: list[Job]) -> bool:
-        trial = list(base)
-        for v in released:
-            for server, g in v.placement:
-                trial[server] += g
-        return placement_on(cluster, trial, gpus, level) is not None
+    def unit_free(unit: int, k: int) -> int:
+        got = units.get((unit, k))
+        if got is None:
+            if by_server:
+                got = free[unit]
+            else:
+                got = sum(
+                    f
+                    for s, f in enumerate(free[unit * S : (unit + 1) * S], unit * S)
+                    if kinds[s] == k
+                )
+            units[(unit, k)] = got
+        return got
 
-    # drop victims that turned out unnecessary (as ``victims_for`` does)
-    for victim in list(chosen[:-1]):
-        rest = [v for v in chosen if v is not victim]
-        if fits(rest):
-            chosen = rest
-    return chosen
+    found = len(order)  # rank of the first type found to suffice
+    for victim in candidates:
+        i = rank.get(victim.kind)
+        if i is None or i >= found:
+            continue
+        chosen[i].append(victim)
+        total[i] += victim.gpus
+        fit = total[i] >= gpus
+        if per_rack or by_server:
+            k = order[i]
+            ext = extra[i]
+            room = False
+            for server, g in victim.placement:
+                unit = server // S if per_rack else server
+                e = ext.get(unit, 0) + g
+                ext[unit] = e
+                if fit and not room and unit_free(unit, k) + e >= gpus:
+                    room = True
+            fit = room
+        if fit:
+            found = i
+            if i == 0:
+                break
+    else:
+        if found == len(order):
+            return None
+    k = order[found]
+    victims = chosen[found]
+    # drop victims that turned out unnecessary (as ``victims_for``: front to
+    # back, each tried without while the rest kept), on running sums
+    if not (per_rack or by_server):
+        held = sum(v.gpus for v in victims)
+        kept = []
+        for n, victim in enumerate(victims):
+            if n < len(victims) - 1 and base[found] + held - victim.gpus >= gpus:
+                held -= victim.gpus
+            else:
+                kept.append(victim)
+        return k, kept
+    sums: dict[int, int] = {}
+    for v in victims:
+        for server, g in v.placement:
+            unit = server // S if per_rack else server
+            sums[unit] = sums.get(unit, 0) + g
+    kept = []
+    for n, victim in enumerate(victims):
+        if n < len(victims) - 1:
+            for server, g in victim.placement:
+                unit = server // S if per_rack else server
+                sums[unit] -= g
+            if any(unit_free(u, k) + e >= gpus for u, e in sums.items()):
+                continue  # not needed
+            for server, g in victim.placement:
+                unit = server // S if per_rack else server
+                sums[unit] += g
+        kept.append(victim)
+    return k, kept
 
 
 def tighter_level_on_type(view: EngineView, job: Job) -> Level | None:
@@ -322,10 +387,9 @@ class TypedTiresiasPolicy(TiresiasPolicy):
                 return Place(job.index, level, got[0])
             if worse_than is None:
                 worse_than = self._worse_than(view)
-            for k in order:
-                victims = victims_on_type(view, job, level, k, worse_than(pkey))
-                if victims:
-                    return Preempt(victims[0].index)
+            victims = victims_on_types(view, job, level, order, worse_than(pkey))
+            if victims is not None:
+                return Preempt(victims[1][0].index)
             for narrower in range(level + 1):
                 if job.gpus < failed[narrower]:
                     failed[narrower] = job.gpus
