@@ -191,3 +191,21 @@ def test_family_fits_a_suite_and_hashes_its_inputs() -> None:
         else:
             assert inputs == (), case.name
     assert "typed-family-draft" not in SUITES  # not registered
+
+
+def test_gavel_multi_gpu_jobs_use_distributed_models_and_keep_work() -> None:
+    case = next(c for c in CASES if c.name == "gavel-train@kpv108")
+    w = case.workload
+    assert isinstance(w, TypedWorkload)
+    jobs = w.build(0).jobs
+    plain = Workload(
+        w.source, synthetic=w.synthetic, seed_offset=w.seed_offset, iter_times=w.iter_times
+    )
+    plain = dataclasses.replace(plain, arrival_scale=w.arrival_scale).build(0).jobs
+    multi = jobs["gpus"] > 1
+    assert multi.any()
+    assert set(jobs.loc[multi, "model"]) <= {m for m, _ in w.multi_gpu_models}
+    assert set(jobs.loc[~multi, "model"]) >= {"a3c", "recommendation"}
+    assert (plain.loc[multi, "model"] != jobs.loc[multi, "model"]).any()  # some were redrawn
+    work = jobs["iterations"] * jobs["iter_time_s"]
+    pd.testing.assert_series_equal(work, plain["iterations"] * plain["iter_time_s"], rtol=1e-12)

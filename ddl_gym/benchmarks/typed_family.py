@@ -18,9 +18,12 @@ best per case (:func:`quick_best`); without ``--quick``, the ten cases:
   ``a100_nvlink_ib``), with typed jobs drawn by :data:`GEN_TYPE_RULE`.
 * **gavel** (``gavel-*@kpv108``): Gavel-like jobs on ``gavel-kpv`` (36 each
   of K80, P100, V100; 4-GPU servers; ``pcie_25gbe``): Gavel's seven models
-  drawn uniformly, Gavel's GPU counts (1/2/4/8 at 70/10/15/5%, Gavel's
-  ``generate_job``), log-normal durations (median 4.6 h, sigma 1.3, capped
-  at 10^4 minutes) standing for Gavel's mix of log-uniform durations
+  weighted as its 26 job templates (uniform over templates), multi-GPU jobs
+  of its four distributed models only, Gavel's GPU counts (1/2/4/8 at
+  70/10/15/5%; stanford-futuredata/gavel c4fa400 ``scheduler/utils.py``
+  ``_generate_scale_factor``, ``_generate_duration``), log-normal
+  durations (median 4.6 h, sigma 1.3, capped at 10^4 minutes) standing
+  for Gavel's mix of log-uniform durations
   (80% in 10^1.5-10^3 minutes, 20% in 10^3-10^4: same median and cap).
   Gavel's jobs accept every type: the types differ only in speed.
 * **openb** (``openb-*@openb``): Alibaba openb's pods on openb's own node
@@ -81,6 +84,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from ddl_gym.benchmarks.suite import _SYNTHETIC, Case
 from ddl_gym.benchmarks.suite_v3 import HEURISTICS_V3, V100_TIMES
@@ -125,6 +129,7 @@ GEN_TYPE_RULE: dict[str, tuple[tuple[str, float], ...] | tuple[tuple[float, floa
 
 # Mixed into the type draws' seed so they are not the generator's stream.
 _TYPE_STREAM = 0x7E9E_D5EC
+_MODEL_STREAM = 0x6A7E_1D15
 
 
 @dataclass(frozen=True)
@@ -139,6 +144,9 @@ class TypedWorkload(Workload):
     # data files the case reads besides its trace (openb's node list, which
     # the ``openb`` cluster is built from): a suite's hash covers them too
     extra_inputs: tuple[str, ...] = ()
+    # (model, weight) pairs: a multi-GPU job of another model gets one of
+    # these instead (Gavel draws multi-GPU jobs from distributed models only)
+    multi_gpu_models: tuple[tuple[str, float], ...] = ()
 
     def input_files(self) -> tuple[str, ...]:
         """The data files (relative to the data dir) the case reads
@@ -148,9 +156,11 @@ class TypedWorkload(Workload):
 
     def build(self, seed: int = 0) -> Trace:
         trace = super().build(seed)
-        if not self.accept_only and not self.mem_gib:
+        if not self.accept_only and not self.mem_gib and not self.multi_gpu_models:
             return trace
         jobs = trace.jobs.copy()
+        if self.multi_gpu_models:
+            self._redraw_multi_gpu_models(jobs, seed)
         rng = np.random.default_rng([self.seed_offset + seed, _TYPE_STREAM])
         n = len(jobs)
         if self.accept_only:
@@ -158,6 +168,27 @@ class TypedWorkload(Workload):
         if self.mem_gib:
             jobs["gpu_mem_gib"] = _draw(rng, n, self.mem_gib, float("nan"))
         return make_trace(trace.name, jobs, trace.source)
+
+    def _redraw_multi_gpu_models(self, jobs: pd.DataFrame, seed: int) -> None:
+        """In place: each multi-GPU job whose model is not in
+        ``multi_gpu_models`` gets one drawn from it, keeping its work
+        (iterations x iteration time)."""
+        from ddl_gym.traces.schema import reference_iter_time
+
+        names = [m for m, _ in self.multi_gpu_models]
+        w = np.array([p for _, p in self.multi_gpu_models], dtype="float64")
+        bad = np.flatnonzero((jobs["gpus"].to_numpy() > 1) & ~jobs["model"].isin(names).to_numpy())
+        if not len(bad):
+            return
+        rng = np.random.default_rng([self.seed_offset + seed, _MODEL_STREAM])
+        new = [names[i] for i in rng.choice(len(names), size=len(bad), p=w / w.sum())]
+        times = dict(self.iter_times)
+        t_new = np.array([times.get(m) or reference_iter_time(m) for m in new], dtype="float64")
+        rows = jobs.index[bad]
+        work = (jobs.loc[rows, "iterations"] * jobs.loc[rows, "iter_time_s"]).to_numpy()
+        jobs.loc[rows, "model"] = new
+        jobs.loc[rows, "iter_time_s"] = t_new
+        jobs.loc[rows, "iterations"] = work / t_new
 
 
 def _draw(rng: np.random.Generator, n: int, pairs: Sequence[tuple[Any, float]], other: Any) -> list:
@@ -189,22 +220,26 @@ _BY_TIME_OPENB = (
     "train (all before 11,500,000 s), gpuspec33's [50%, 75%) validation, [75%, 100%) test"
 )
 
-# Gavel's seven models (catalogue names), drawn uniformly as Gavel does.
-_GAVEL_MODELS = (
-    "a3c",
-    "cyclegan",
-    "lstm_lm",
-    "recommendation",
-    "resnet18",
-    "resnet50",
-    "transformer",
-)
+# Gavel's job table (stanford-futuredata/gavel c4fa400, scheduler/job_table.py):
+# 26 templates drawn uniformly, i.e. models weighted by their batch-size
+# variants; multi-GPU jobs only from the distributed ones (ResNet-18/50,
+# Transformer, LM: scheduler/utils.py generate_job). Catalogue names.
+_GAVEL_MODELS: dict[str, float] = {
+    "a3c": 1,
+    "cyclegan": 1,
+    "lstm_lm": 5,
+    "recommendation": 5,
+    "resnet18": 5,
+    "resnet50": 4,
+    "transformer": 5,
+}
+_GAVEL_DISTRIBUTED = freeze({"lstm_lm": 5, "resnet18": 5, "resnet50": 4, "transformer": 5})
 _GAVEL_SYNTHETIC = freeze(
     {
         "n_jobs": 300,
         "arrival_rate_per_h": 10.0,
         "gpu_mix": {1: 70, 2: 10, 4: 15, 8: 5},
-        "model_mix": {m: 1.0 for m in _GAVEL_MODELS},
+        "model_mix": _GAVEL_MODELS,
         "duration_median_s": 4.6 * 3600.0,
         "duration_sigma": 1.3,
         "max_duration_s": 600_000.0,  # 10^4 minutes, Gavel's longest
@@ -273,9 +308,13 @@ def _gen(offset: int, spec: tuple[tuple[str, object], ...] = _GEN_SYNTHETIC) -> 
     )
 
 
-def _gavel(offset: int) -> Workload:
-    return Workload(
-        SYNTHETIC, synthetic=_GAVEL_SYNTHETIC, seed_offset=offset, iter_times=V100_TIMES
+def _gavel(offset: int) -> TypedWorkload:
+    return TypedWorkload(
+        SYNTHETIC,
+        synthetic=_GAVEL_SYNTHETIC,
+        seed_offset=offset,
+        iter_times=V100_TIMES,
+        multi_gpu_models=_GAVEL_DISTRIBUTED,  # type: ignore[arg-type]
     )
 
 
