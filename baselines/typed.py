@@ -42,7 +42,7 @@ from typing import Any
 from ddl_gym.engine import WAIT, Action, EngineView, Job, Place, Preempt, Status
 from ddl_gym.perf import Level, shape_of
 
-from .common import TighterMoves, placement_on, size_level
+from .common import TighterMoves, may_tighten, placement_on, size_level
 from .gandiva import GandivaPolicy
 from .tiresias import TiresiasPolicy
 
@@ -253,6 +253,8 @@ def tighter_level_on_type(view: EngineView, job: Job) -> Level | None:
     tight = size_level(cluster, job.gpus)
     if job.level <= tight:
         return None
+    if not may_tighten(view, job):
+        return None  # not even on all free GPUs (type k's are a part of them)
     free = type_free(view, k)
     for server, g in job.placement:
         free[server] += g
@@ -492,12 +494,13 @@ class TypedGandivaPolicy(GandivaPolicy):
         # tier are the same (state is fixed during the pass), so its first
         # job (by arrival) decides for all.
         free = view.free_per_type
+        total = view.total_free  # (a mixed placement needs as many free GPUs too)
         mix = view.cluster.mix_types
         jobs = view.jobs
         heads = sorted(
             members[0]
             for (gpus, order, _), members in self._gcls.items()
-            if mix or any(free[k] >= gpus for k in order)
+            if gpus <= total and (mix or any(free[k] >= gpus for k in order))
         )
         best: tuple[int, int] | None = None
         chosen: tuple[Job, int | None] | None = None
