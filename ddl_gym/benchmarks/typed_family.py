@@ -59,9 +59,13 @@ capacity (:func:`v100_equivalent_gpus`: each type's GPUs times its
 catalogue speed vs V100; jobs' iteration times are V100 times, so a plain
 GPU count would leave a cluster of H100s mostly idle at "0.9").
 :data:`_SCALES` holds the numbers; :func:`design_scales` recomputes them.
-openb's whole-GPU pods cannot keep openb's 6,212 GPUs busy: at 1,000x their
-arrival rate they reach a busy load of 0.05-0.1, so the openb cases target
-0.02 (queues form on the types pods name, not on the whole cluster).
+Targets: 0.9 on the generations cases (v3's busy target), 0.8 on the
+Gavel-like ones and 0.7 on ``gavel-test`` (v3's rule: at most 10,000
+preemptions per run, any heuristic, any seed: at 0.9 ``dally-1-2`` and
+``gavel`` went past it). openb's whole-GPU pods cannot keep openb's
+6,212 GPUs busy: at 1,000x their arrival rate they reach a busy load of
+0.05-0.1, so the openb cases target 0.02 (queues form on the types pods
+name, not on the whole cluster).
 Comm/compute: each case's multi-server jobs under the heuristics stay in
 v3's measured range (:data:`~ddl_gym.benchmarks.suite_v3.MEASURED_COMM_RANGE`),
 checked at seed 0 by :func:`quick_best` (``comm`` per run).
@@ -252,13 +256,13 @@ LOAD_TARGETS: dict[str, float] = {}
 # The frozen arrival-rate factors (``design_scales()`` recomputes them).
 _SCALES: dict[str, float] = {
     "gen-test@vah384": 3.65,
-    "gavel-test@kpv108": 0.514,
+    "gavel-test@kpv108": 0.372,
     "openb-spec33-test@openb": 80.3,
     "gen-val@vah384": 3.22,
-    "gavel-val@kpv108": 0.402,
+    "gavel-val@kpv108": 0.34,
     "openb-spec33-val@openb": 49.0,
     "gen-train@vah384": 3.66,
-    "gavel-train@kpv108": 0.518,
+    "gavel-train@kpv108": 0.45,
     "openb-dev@openb": 35.9,
     "openb-spec33-train@openb": 31.9,
     "quick-gen@vah384": 4.57,
@@ -352,7 +356,9 @@ def typed_cases(quick: bool = False) -> tuple[Case, ...]:
            vah, ib, "moderate", _BY_SEED_GEN, 0.9,
            "three generations, 20% of jobs A100/H100 only, 15% needing 40 GiB"),
         _c("gavel-test@kpv108", "synthetic", "test", _gavel(7100),
-           kpv, pcie, "none", _BY_SEED_GAVEL, 0.9, "Gavel-like jobs on K80/P100/V100"),
+           kpv, pcie, "none", _BY_SEED_GAVEL, 0.7,
+           "Gavel-like jobs on K80/P100/V100; target 0.7: at 0.8, seed 4 (busy load 1.07) "
+           "made gavel preempt 14,864 times, above v3's 10,000 per run"),
         _c("openb-spec33-test@openb", "alibaba", "test", _file(_SPEC33, (0.75, 1.0)),
            ob, pcie, "moderate", _BY_TIME_OPENB, 0.02,
            "gpuspec33 (needs `ddl-gym data fetch`): a third of the pods name their types"),
@@ -360,14 +366,14 @@ def typed_cases(quick: bool = False) -> tuple[Case, ...]:
         _c("gen-val@vah384", "synthetic", "validation", _gen(6500),
            vah, ib, "moderate", _BY_SEED_GEN, 0.9),
         _c("gavel-val@kpv108", "synthetic", "validation", _gavel(6600),
-           kpv, pcie, "none", _BY_SEED_GAVEL, 0.9),
+           kpv, pcie, "none", _BY_SEED_GAVEL, 0.8),
         _c("openb-spec33-val@openb", "alibaba", "validation", _file(_SPEC33, (0.5, 0.75)),
            ob, pcie, "moderate", _BY_TIME_OPENB, 0.02, "gpuspec33 (needs `ddl-gym data fetch`)"),
         # -- train ---------------------------------------------------------------
         _c("gen-train@vah384", "synthetic", "train", _gen(6000),
            vah, ib, "moderate", _BY_SEED_GEN, 0.9),
         _c("gavel-train@kpv108", "synthetic", "train", _gavel(6100),
-           kpv, pcie, "none", _BY_SEED_GAVEL, 0.9),
+           kpv, pcie, "none", _BY_SEED_GAVEL, 0.8),
         _c("openb-dev@openb", "alibaba", "train", _file(_DEV, (0.1, 1.0)),
            ob, pcie, "moderate", _BY_TIME_OPENB, 0.02,
            "the developers' dev cut (always runs with the data dir); from 10%: the first "
