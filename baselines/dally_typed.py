@@ -39,6 +39,7 @@ are Dally's, bit for bit (``tests/test_typed_baselines.py``).
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass, field
 
 from ddl_gym.engine import Action, EngineView, Job, Place, Status
@@ -78,8 +79,7 @@ class TypedDallyPolicy(DallyPolicy):
         order = self._types(view, job)
         if not order or view.waited(job) / self.lease_s >= self.type_timer - EPS:
             return order  # (none: only a mixed placement holds it, nothing to wait for)
-        top = view.type_speed(job, order[0])
-        return tuple(k for k in order if view.type_speed(job, k) >= top)
+        return self._types.fastest(view, job)
 
     def _ask(self, view: EngineView, job: Job) -> None:
         super()._ask(view, job)
@@ -143,43 +143,79 @@ class TypedDallyPolicy(DallyPolicy):
             return []
         cluster = view.cluster
         kinds = cluster.server_kind
-        free = list(view.free_per_server)  # free now, less what challengers took
-        pool = list(free)  # plus the expired jobs' GPUs
-        free_k = list(view.free_per_type)
-        pool_k = list(free_k)
+        free_k = list(view.free_per_type)  # free now, less what challengers took
+        pool_k = list(free_k)  # plus the expired jobs' GPUs
         for job in expired:
             for server, g in job.placement:
-                pool[server] += g
                 pool_k[kinds[server]] += g
+        # The pools only shrink below (challengers take, incumbents take
+        # back their own), and whether a type holds a demand at a level is
+        # monotone in them (the packer's tests: a server, a rack, the type):
+        # a demand no type holds now never will (its challengers dropped
+        # whole), and a (demand, level, types) that found nothing never will
+        # either (its later challengers skipped without a dry run).
+        # Only waiting jobs less efficient by more than ``margin`` than the
+        # most efficient expired job challenge (entries sort by efficiency).
+        most = max(pool_k)
+        if min(self._demand) > most:
+            return []
         effs = view.efficiencies(expired)
+        cut = (max(effs) - self.margin, -math.inf, -1)
+        lists = [same for g, same in self._demand.items() if g <= most and same[0] < cut]
+        if not lists:
+            return []
         offered = sorted(
             (eff, job.arrival, job.index, job) for eff, job in zip(effs, expired, strict=True)
         )
-        waiting = heapq.merge(*self._demand.values())
+        waiting = heapq.merge(*lists)
         entry = next(waiting, None)
         jobs = view.jobs
+        # the per-server pools, built when a challenger first needs a dry
+        # run (until a challenger takes GPUs every incumbent keeps its own)
+        free: list[int] = []  # free now, less what challengers took
+        pool: list[int] = []  # plus the expired jobs' GPUs, less the kept ones'
+        kept: list[Job] = []  # incumbents that kept their GPUs before they were built
 
         def on_type(counts: list[int], k: int) -> list[int]:
             return [c if kinds[s] == k else 0 for s, c in enumerate(counts)]
 
+        failed: set[tuple[int, Level, tuple[int, ...]]] = set()
+        taken = False  # whether a challenger took GPUs
         losers: list[int] = []
         for eff, _, _, incumbent in offered:
+            if entry is None and not taken:
+                break  # no challenger left, none took anything: every one keeps
             while entry is not None and entry[0] < eff - self.margin:
                 challenger = jobs[entry[2]]
                 entry = next(waiting, None)
                 gpus = challenger.gpus
+                if gpus > max(pool_k):
+                    continue  # no type holds it: never will
                 level = self.allowed_level(view, challenger)
                 types = self.allowed_types(view, challenger)
+                key = (gpus, level, types)
+                if key in failed:
+                    continue
+                if all(pool_k[k] < gpus for k in types):
+                    failed.add(key)
+                    continue
+                if not pool:
+                    free = list(view.free_per_server)
+                    pool = list(free)
+                    for job in expired:
+                        for server, g in job.placement:
+                            pool[server] += g
+                    for job in kept:
+                        for server, g in job.placement:
+                            pool[server] -= g
                 got = None
                 if self.reoffer_free_first:
                     got = fastest_fit(
                         view,
                         challenger,
                         types,
-                        lambda k, g=gpus, lv=level: (
-                            placement_on(cluster, on_type(free, k), g, lv)
-                            if free_k[k] >= g
-                            else None
+                        lambda k, g=gpus, lv=level, fr=free: (
+                            placement_on(cluster, on_type(fr, k), g, lv) if free_k[k] >= g else None
                         ),
                     )
                 if got is None:  # it needs expired GPUs (or the old rule)
@@ -187,20 +223,30 @@ class TypedDallyPolicy(DallyPolicy):
                         view,
                         challenger,
                         types,
-                        lambda k, g=gpus, lv=level: (
-                            placement_on(cluster, on_type(pool, k), g, lv)
-                            if pool_k[k] >= g
-                            else None
+                        lambda k, g=gpus, lv=level, pl=pool: (
+                            placement_on(cluster, on_type(pl, k), g, lv) if pool_k[k] >= g else None
                         ),
                     )
-                for server, g in got[1] if got is not None else ():
+                if got is None:
+                    failed.add(key)
+                    continue
+                taken = True
+                for server, g in got[1]:
                     k = kinds[server]
                     pool[server] -= g
                     pool_k[k] -= g
                     took = min(g, free[server])  # free GPUs go first
                     free[server] -= took
                     free_k[k] -= took
-            if all(pool[server] >= g for server, g in incumbent.placement):
+            if not taken:
+                # nobody took any GPU yet: its own are all in the pool
+                kept.append(incumbent)
+                for server, g in incumbent.placement:
+                    pool_k[kinds[server]] -= g
+                if pool:
+                    for server, g in incumbent.placement:
+                        pool[server] -= g
+            elif all(pool[server] >= g for server, g in incumbent.placement):
                 for server, g in incumbent.placement:
                     pool[server] -= g  # it keeps its own GPUs
                     pool_k[kinds[server]] -= g

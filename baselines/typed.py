@@ -54,9 +54,23 @@ class TypeOrder:
     the job, fastest first (ties to the lower index), cached."""
 
     _cache: dict[tuple[str, tuple[int, ...], int], tuple[int, ...]] = field(default_factory=dict)
+    _top: dict[tuple[str, tuple[int, ...], int], tuple[int, ...]] = field(default_factory=dict)
 
     def clear(self) -> None:
         self._cache.clear()
+        self._top.clear()
+
+    def fastest(self, view: EngineView, job: Job) -> tuple[int, ...]:
+        """The types of ``self(view, job)`` as fast as its first (all of
+        the fastest speed, e.g. V100-16GB and V100-32GB), cached."""
+        key = (job.model, job.accepts, job.gpus)
+        top = self._top.get(key)
+        if top is None:
+            order = self(view, job)
+            speed = view.type_speed(job, order[0]) if order else 0.0
+            top = tuple(k for k in order if view.type_speed(job, k) >= speed)
+            self._top[key] = top
+        return top
 
     def __call__(self, view: EngineView, job: Job) -> tuple[int, ...]:
         key = (job.model, job.accepts, job.gpus)
@@ -85,15 +99,16 @@ def fastest_fit(
     best: tuple[int, list[tuple[int, int]], int] | None = None
     best_speed = 0.0
     for k in order:
-        speed = view.type_speed(job, k)
-        if best is not None and speed < best_speed:
+        # (speeds read only once a type fits: most calls find none)
+        if best is not None and view.type_speed(job, k) < best_speed:
             break  # slower than a type that fits
         placement = find(k)
         if placement is None:
             continue
         level = placement_level(placement, S)
         if best is None or level < best[2]:
-            best, best_speed = (k, placement, level), speed
+            # (order is fastest first: a later best is as fast as the first)
+            best, best_speed = (k, placement, level), view.type_speed(job, k)
             if level <= tightest:
                 break  # none tighter
     return None if best is None else (best[0], best[1])
