@@ -178,7 +178,11 @@ def victims_on_types(
     S = cluster.servers_per_rack
     per_rack = level == Level.RACK
     by_server = level == Level.MACHINE
-    rank = {k: i for i, k in enumerate(order)}
+    # each type's rank in ``order`` (len(order): not in it), by type index; a
+    # job on several types (kind -1) reads the last slot, not in it either
+    rank = [len(order)] * (len(cluster.gpu_kinds) + 1)
+    for i, k in enumerate(order):
+        rank[k] = i
     chosen: list[list[Job]] = [[] for _ in order]
     total = [view.free_per_type[k] for k in order]
     base = list(total)
@@ -201,8 +205,8 @@ def victims_on_types(
 
     found = len(order)  # rank of the first type found to suffice
     for victim in candidates:
-        i = rank.get(victim.kind)
-        if i is None or i >= found:
+        i = rank[victim.kind]
+        if i >= found:
             continue
         chosen[i].append(victim)
         total[i] += victim.gpus
