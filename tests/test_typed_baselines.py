@@ -12,7 +12,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from ddl_gym.baselines import POLICY_NAMES, TYPED_NAMES, TYPED_PARENT, make_policy
+from ddl_gym.baselines import (
+    POLICY_NAMES,
+    TYPED_NAMES,
+    TYPED_PARENT,
+    TypedDallyPolicy,
+    make_policy,
+)
 
 from ddl_gym.engine import Engine, EngineView, PolicyEngineWarning, Wait, run_policy, simulate
 from ddl_gym.topology import Cluster, GpuKind
@@ -67,7 +73,8 @@ def test_registry() -> None:
         assert getattr(policy, "type_aware", False)  # no type-blind leniency in run_policy
     # dally-typed is auto-tuned Dally plus the type timer, with Dally's engine settings
     assert make_policy("dally-typed").engine_kwargs() == make_policy("dally").engine_kwargs()
-    assert make_policy("dally-typed", type_timer=2).type_timer == 2
+    timed = make_policy("dally-typed", type_timer=2)
+    assert isinstance(timed, TypedDallyPolicy) and timed.type_timer == 2
     with pytest.raises(ValueError, match="no reference version"):
         make_policy("dally-typed", reference=True)
 
@@ -489,3 +496,98 @@ def test_dally_typed_lease_hints_skip_only_idle_boundaries(mix: bool) -> None:
             eager = simulate(df, c, make_policy("dally-typed", **kw), lazy_leases=False)
         pd.testing.assert_frame_equal(lazy.jobs, eager.jobs)
         assert lazy.jobs["preemptions"].sum() > 0
+
+
+# -- tiresias-typed's victim search against a plain dry run ---------------------------
+def plain_victims(view, job, level, k: int, candidates) -> list | None:
+    """The rule of ``victims_on_types`` for one type, written plainly: the
+    free GPUs of type ``k`` copied, victims on ``k`` added from the front
+    until the packer places the job there, unneeded ones dropped front to
+    back (``victims_for``'s rule)."""
+    from ddl_gym.baselines.common import placement_on
+
+    kinds = view.cluster.server_kind
+    base = [f if kinds[s] == k else 0 for s, f in enumerate(view.free_per_server)]
+
+    def fits(released) -> bool:
+        trial = list(base)
+        for v in released:
+            for server, g in v.placement:
+                trial[server] += g
+        return placement_on(view.cluster, trial, job.gpus, level) is not None
+
+    chosen = []
+    for victim in candidates:
+        if victim.kind == k:
+            chosen.append(victim)
+            if fits(chosen):
+                break
+    else:
+        return None
+    for victim in list(chosen[:-1]):
+        rest = [v for v in chosen if v is not victim]
+        if fits(rest):
+            chosen = rest
+    return chosen
+
+
+class VictimsChecked:
+    """Wraps tiresias-typed: at each call, for every waiting job that fits
+    on none of its types, ``victims_on_types`` equals the plain dry run tried
+    type by type (counts how many such searches found victims)."""
+
+    def __init__(self, policy) -> None:
+        self.policy = policy
+        self.searches = self.found = 0
+
+    def reset(self, view, seed=None):
+        self.policy.reset(view, seed=seed)
+
+    def act(self, view):
+        from ddl_gym.baselines.typed import fastest_fitting, victims_on_types
+
+        p = self.policy
+        if view.pending and view.cluster.typed:
+            p._sync_running(view)
+            worse = p._worse_than(view)
+            for job in view.pending:
+                level = p.level_of(view, job)
+                order = p._types(view, job)
+                if fastest_fitting(view, job, level, order) is not None:
+                    continue
+                pkey = (p.key(view, job), job.index)
+                got = victims_on_types(view, job, level, order, worse(pkey))
+                want = None
+                for k in order:
+                    plain = plain_victims(view, job, level, k, worse(pkey))
+                    if plain is not None:
+                        want = (k, plain)
+                        break
+                self.searches += 1
+                self.found += want is not None
+                assert (got is None) == (want is None), job.job_id
+                if got is not None and want is not None:
+                    assert got[0] == want[0]
+                    assert [v.index for v in got[1]] == [v.index for v in want[1]]
+        return p.act(view)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_tiresias_typed_victims_equal_plain_dry_run(seed: int) -> None:
+    # mixed racks (a rack holds servers of two types), 1-16 GPU jobs with
+    # consolidation-sensitive models (rack level) and accepted-type sets
+    rng = np.random.default_rng(seed)
+    c = Cluster(
+        2,
+        4,
+        4,
+        gpu_kinds=(GpuKind("K80"), GpuKind("P100"), GpuKind("V100-16GB")),
+        server_kind=(0, 2, 0, 2, 1, 2, 1, 2),
+    )
+    tr = synthetic_trace(n_jobs=120, seed=seed, arrival_rate_per_h=4000, max_gpus=8).jobs.copy()
+    tr["gpu_types"] = rng.choice(["", "", "K80|P100", "V100-16GB", "P100|V100-16GB"], len(tr))
+    checked = VictimsChecked(make_policy("tiresias-typed"))
+    engine = Engine(tr, c, **checked.policy.engine_kwargs())
+    checked.reset(EngineView(engine), seed=0)
+    run_policy(engine, checked)
+    assert checked.found > 0 and checked.searches > checked.found
