@@ -362,6 +362,7 @@ class DallyPolicy(BasePolicy):
     # wake-up asks: jobs that joined the queue since the last ask, and per GPU
     # demand the waiting jobs asked for and the timers they were asked with
     _fresh: list[int] = field(default_factory=list, repr=False)
+    _wake_prune_at: int = field(default=4096, repr=False)
     _asked_by_gpus: dict[int, dict[int, None]] = field(default_factory=dict, repr=False)
     _timers_by_gpus: dict[int, tuple[float, float]] = field(default_factory=dict, repr=False)
     # (instant, time, result) of a placement pass the wake-up test ran
@@ -396,6 +397,7 @@ class DallyPolicy(BasePolicy):
         self._fit_planned = None
         self._reoffer_planned = None
         self._wake.clear()
+        self._wake_prune_at = 4096
         self._losers = []
         self._planned_at = -math.inf
         self._asked.clear()
@@ -444,12 +446,18 @@ class DallyPolicy(BasePolicy):
         changes only when it joins the queue or its demand's timers change
         (auto-tuner), so only those jobs are looked at, not the whole queue
         (asking again for the same time was a no-op)."""
+        now = view.now
+        wakes = self._wake
+        if len(wakes.asked) > self._wake_prune_at:
+            # times at or before now can never be asked again (``WakeUps.at``
+            # asks only later ones): a million jobs' worth would stay
+            wakes.asked = {t for t in wakes.asked if t > now + EPS}
+            self._wake_prune_at = 2 * len(wakes.asked) + 4096
         todo, self._fresh = self._fresh, []
         for index in todo:
             job = view.job(index)
             if job.status == Status.PENDING:
                 self._ask(view, job)
-        now = view.now
         tuner = self.tuner
         watch = self._ask_watch
         # no timer changed since the last look (nothing recorded, no wait
@@ -508,6 +516,9 @@ class DallyPolicy(BasePolicy):
         entry = self._entry.pop(job.index, None)
         if entry is None:
             return
+        # its asks were for this wait (a later one is asked anew): dropped, so
+        # the asks kept are the waiting jobs'
+        self._asked.pop(job.index, None)
         self._hints.left(job.index)
         same = self._demand[job.gpus]
         if len(same) == 1:
