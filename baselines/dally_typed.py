@@ -76,10 +76,10 @@ class TypedDallyPolicy(DallyPolicy):
         """The types ``job`` accepts now, fastest first: only its fastest
         until ``type_timer`` leases have passed since its last resource
         change, then all."""
-        order = self._types(view, job)
+        order, top = self._types.both(view, job)
         if not order or view.waited(job) / self.lease_s >= self.type_timer - EPS:
             return order  # (none: only a mixed placement holds it, nothing to wait for)
-        return self._types.fastest(view, job)
+        return top
 
     def _ask(self, view: EngineView, job: Job) -> None:
         super()._ask(view, job)
@@ -191,14 +191,13 @@ class TypedDallyPolicy(DallyPolicy):
                 gpus = challenger.gpus
                 if gpus > max(pool_k):
                     continue  # no type holds it: never will
-                level = self.allowed_level(view, challenger)
                 types = self.allowed_types(view, challenger)
-                key = (gpus, level, types)
+                if all(pool_k[k] < gpus for k in types):
+                    continue  # none of its types holds it: never will
+                key = (gpus, self.allowed_level(view, challenger), types)
                 if key in failed:
                     continue
-                if all(pool_k[k] < gpus for k in types):
-                    failed.add(key)
-                    continue
+                level = key[1]
                 if not pool:
                     free = list(view.free_per_server)
                     pool = list(free)

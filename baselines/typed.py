@@ -54,23 +54,29 @@ class TypeOrder:
     the job, fastest first (ties to the lower index), cached."""
 
     _cache: dict[tuple[str, tuple[int, ...], int], tuple[int, ...]] = field(default_factory=dict)
-    _top: dict[tuple[str, tuple[int, ...], int], tuple[int, ...]] = field(default_factory=dict)
+    _both: dict[tuple[str, tuple[int, ...], int], tuple[tuple[int, ...], tuple[int, ...]]] = field(
+        default_factory=dict
+    )
 
     def clear(self) -> None:
         self._cache.clear()
-        self._top.clear()
+        self._both.clear()
 
     def fastest(self, view: EngineView, job: Job) -> tuple[int, ...]:
         """The types of ``self(view, job)`` as fast as its first (all of
         the fastest speed, e.g. V100-16GB and V100-32GB), cached."""
+        return self.both(view, job)[1]
+
+    def both(self, view: EngineView, job: Job) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """``(self(view, job), self.fastest(view, job))`` in one lookup."""
         key = (job.model, job.accepts, job.gpus)
-        top = self._top.get(key)
-        if top is None:
+        got = self._both.get(key)
+        if got is None:
             order = self(view, job)
             speed = view.type_speed(job, order[0]) if order else 0.0
-            top = tuple(k for k in order if view.type_speed(job, k) >= speed)
-            self._top[key] = top
-        return top
+            got = (order, tuple(k for k in order if view.type_speed(job, k) >= speed))
+            self._both[key] = got
+        return got
 
     def __call__(self, view: EngineView, job: Job) -> tuple[int, ...]:
         key = (job.model, job.accepts, job.gpus)
