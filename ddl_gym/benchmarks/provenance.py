@@ -183,12 +183,22 @@ def jsonable(value: Any) -> Any:
     return f"<{kind} {name}>" if isinstance(name, str) else f"<{kind}>"
 
 
+# Settings that act only on LLM jobs (a trace's layout column): at their
+# defaults they change nothing a record of data-parallel jobs holds, so they
+# are recorded only when set (records made before they existed stay equal).
+RECORDED_WHEN_SET = ("llm_gpu", "llm_split_tp")
+
+
 def engine_settings(policy: Any, explicit: Mapping[str, Any]) -> dict[str, Any]:
     """The settings ``simulate(trace, cluster, policy, **explicit)`` runs the
     engine with, as JSON data."""
     from ddl_gym.engine.simulate import policy_engine_kwargs
 
-    merged = {**_engine_defaults(), **policy_engine_kwargs(policy), **explicit}
+    defaults = _engine_defaults()
+    merged = {**defaults, **policy_engine_kwargs(policy), **explicit}
+    for key in RECORDED_WHEN_SET:
+        if key in merged and merged[key] == defaults.get(key):
+            del merged[key]
     return jsonable(merged)
 
 

@@ -24,6 +24,7 @@ exactly (the writer checks that it does).
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -309,17 +310,34 @@ def differences(stored: Reference, fresh: Reference) -> list[str]:
                 out.append(f"{where}: rerun, not stored")
             else:
                 a, b = _comparable(old[key]), _comparable(new[key])
-                if a != b:
+                if not same(a, b):
                     fields = _differing(a, b)
                     out.append(f"{where} differs in {', '.join(fields)}")
         ob, nb = stored.splits[split].bounds, part.bounds
         for key in sorted(set(ob) | set(nb), key=str):
-            if ob.get(key) != nb.get(key):
+            if not same(ob.get(key), nb.get(key)):
                 out.append(
                     f"{split}: (bound, {key[0]}, seed {key[1]}): {ob.get(key)} stored, "
                     f"{nb.get(key)} now"
                 )
     return out
+
+
+# Stored and fresh numbers agree when equal to this relative tolerance: a
+# different numpy/libm build moves the last bits of a float sum or a log-normal
+# draw (1e-15 relative), which is not a change of behaviour.
+REL_TOL = 1e-9
+
+
+def same(a: Any, b: Any) -> bool:
+    """``a == b``, floats to :data:`REL_TOL` (recursively in dicts and lists)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or math.isclose(a, b, rel_tol=REL_TOL, abs_tol=0.0) or (a != a and b != b)
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return set(a) == set(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
 
 
 def _keyed(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, int], Mapping[str, Any]]:
@@ -332,6 +350,6 @@ def _differing(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     for k in keys:
         if k == "provenance" and isinstance(a.get(k), Mapping) and isinstance(b.get(k), Mapping):
             out += [f"provenance.{f}" for f in _differing(a[k], b[k])]
-        elif a.get(k) != b.get(k):
+        elif not same(a.get(k), b.get(k)):
             out.append(f"{k} ({a.get(k)!r} stored, {b.get(k)!r} now)")
     return out
