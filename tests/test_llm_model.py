@@ -1,5 +1,5 @@
 """The LLM per-iteration model (ddl_gym/llm): layouts, shapes, hand-computed
-iteration times and the calibration table of docs/llm.md."""
+iteration times and the calibration table (docs/model.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from ddl_gym.llm.calibration import PUBLISHED, errors, fit, fitted_rows, report_
 from ddl_gym.perf import Shape
 from ddl_gym.topology import Fabric, Link
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "llm.md"
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "model.md"  # the calibration table
 
 # a fabric of round numbers and no latency: every term is bytes / bandwidth
 FLAT = Fabric("flat", gpu_link=Link(100e9, 0.0), nic=Link(200e9, 0.0), uplink=Link(200e9, 0.0))

@@ -143,7 +143,7 @@ def fit(rows=None, base: LLMParams = _FIT_START) -> LLMParams:
 
 
 def report_table(params: LLMParams = DEFAULT_PARAMS) -> str:
-    """The error table of docs/llm.md (markdown), one row per published number."""
+    """The error table of docs/model.md (markdown), one row per published number."""
     lines = [
         "| source | model | TP | PP | DP | ZeRO | GPUs | batch | published TF/s | "
         "predicted TF/s | error |",
