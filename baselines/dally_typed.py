@@ -17,7 +17,10 @@ more timer of the same kind, on the GPU type:
   among the types allowed it takes the fastest that fits at its allowed
   level (among equally fast types the tightest placement: speed first,
   locality second). Types whose whole capacity is below the job's demand
-  are never waited for. On a ``mix_types`` cluster a mixed placement is the
+  are never waited for. The level timers read the job's size on its types
+  (``type_size_level``): a job no server of its types holds waits only for
+  its network timer, one no rack of them holds takes any level at once, as
+  Dally's jobs larger than a server or a rack. On a ``mix_types`` cluster a mixed placement is the
   last resort after the type timer, when no single type fits.
 * **re-offer** (layer 2): as Dally's (least efficient first, free GPUs
   before expired ones, ``margin``, incumbents win ties), but a waiting job
@@ -47,7 +50,9 @@ from ddl_gym.perf import Level
 
 from .common import EPS, placement_on
 from .dally import DallyPolicy
-from .typed import TypeOrder, fastest_fit
+from .typed import TypeLevels, TypeOrder, fastest_fit
+
+_RACK, _NETWORK = Level.RACK, Level.NETWORK
 
 
 @dataclass
@@ -62,6 +67,8 @@ class TypedDallyPolicy(DallyPolicy):
     name: str = "dally-typed"
     _types: TypeOrder = field(default_factory=TypeOrder, repr=False)
     _typed: bool = field(default=False, repr=False)
+    # jobs whose accepted types give no server (rack) holding them
+    _wider: TypeLevels = field(default_factory=TypeLevels, repr=False)
     # the type the last placement pass chose for each job it returned
     _type_of: dict[int, int | None] = field(default_factory=dict, repr=False)
 
@@ -69,7 +76,25 @@ class TypedDallyPolicy(DallyPolicy):
         super().reset(view, seed)
         self._types.clear()
         self._typed = view.cluster.typed
+        self._wider.clear()
         self._type_of.clear()
+
+    # -- the level timers on the job's types ------------------------------------
+    def allowed_level(self, view: EngineView, job: Job) -> Level:
+        """Dally's level, with the job's size read on its accepted types
+        (``type_size_level``): a job no server of its types holds accepts a
+        rack until its network timer fires, as Dally's job larger than a
+        server does; one no rack of its types holds, any level at once, as
+        Dally's job larger than a rack does."""
+        if self._typed:
+            tight = self._wider.wider(view, job)
+            if tight is not None:
+                if tight == _NETWORK:
+                    return _NETWORK
+                network_timer = self.timers(job, view.now)[1]
+                waited = view.waited(job) / self.lease_s
+                return _RACK if waited < network_timer - EPS else _NETWORK
+        return super().allowed_level(view, job)
 
     # -- the type timer -----------------------------------------------------
     def allowed_types(self, view: EngineView, job: Job) -> tuple[int, ...]:
@@ -82,7 +107,20 @@ class TypedDallyPolicy(DallyPolicy):
         return top
 
     def _ask(self, view: EngineView, job: Job) -> None:
-        super()._ask(view, job)
+        tight = self._wider.wider(view, job) if self._typed else None
+        if tight is None:
+            super()._ask(view, job)
+        elif tight == _RACK:
+            # ``DallyPolicy._ask`` for a job whose tightest level is a rack
+            # (by its types, not by its size): its network timer only
+            self._asked_by_gpus.setdefault(job.gpus, {})[job.index] = None
+            rack_timer, network_timer = self.timers(job, view.now)
+            if self.auto_tune:
+                self._ask_watch.watch(job.gpus, self.tuner.stable_until(job.gpus))
+            asked = (job.queued_since, rack_timer, network_timer)
+            if self._asked.get(job.index) != asked:
+                self._asked[job.index] = asked
+                self._wake.at(view, job.queued_since + network_timer * self.lease_s)
         if self._typed and self.allowed_types(view, job) != self._types(view, job):
             self._wake.at(view, job.queued_since + self.type_timer * self.lease_s)
 

@@ -11,7 +11,11 @@ preemption, Gandiva's arrival order, affinity tiers and migration); only
   the fastest has no room it falls back to the next fastest that does, and
   so on: speed first, locality second. These policies
   never hold a job back for a faster type (``dally-typed`` does). Types
-  whose whole capacity is below the job's demand are never tried. On a
+  whose whole capacity is below the job's demand are never tried. A level
+  is read on the job's types (``type_size_level``): a job that no rack's
+  GPUs of its types hold goes across racks, as the parent's job larger than
+  any rack does (Tiresias' consolidation-sensitive class would otherwise
+  wait for a rack forever on types split over racks). On a
   ``mix_types`` cluster a mixed placement (``gpu_type=None``, the engine's
   rule, at the slowest member's speed) is the last resort, taken only when
   no single type fits.
@@ -41,6 +45,7 @@ from typing import Any
 
 from ddl_gym.engine import WAIT, Action, EngineView, Job, Place, Preempt, Status
 from ddl_gym.perf import Level, shape_of
+from ddl_gym.topology import Cluster
 
 from .common import TighterMoves, may_tighten, placement_on, size_level
 from .gandiva import GandivaPolicy
@@ -87,6 +92,56 @@ class TypeOrder:
             order = tuple(sorted(holdable, key=lambda k: (-view.type_speed(job, k), k)))
             self._cache[key] = order
         return order
+
+
+def type_size_level(cluster: Cluster, accepts: tuple[int, ...], gpus: int) -> Level:
+    """``size_level`` over the GPUs a job of ``gpus`` GPUs accepting types
+    ``accepts`` may use: the tightest level it can ever get. One server if a
+    server of an accepted type holds ``gpus`` GPUs, else one rack if a rack
+    holds that many of one accepted type (on a ``mix_types`` cluster, of its
+    accepted types together: the engine places over their union), else
+    several racks. The parents widen a job larger than any rack to the
+    network level; the typed policies widen a job larger than any rack (or
+    server) of its types the same way, so it never waits for a level no
+    accepted type can give."""
+    caps = cluster.capacities()
+    kinds = cluster.server_kind
+    ok = set(accepts)
+    if any(c >= gpus for c, k in zip(caps, kinds, strict=True) if k in ok):
+        return Level.MACHINE
+    S = cluster.servers_per_rack
+    mix = cluster.mix_types
+    for r in range(cluster.racks):
+        held: dict[int, int] = {}
+        for s in range(r * S, (r + 1) * S):
+            k = kinds[s]
+            if k in ok:
+                unit = -1 if mix else k
+                held[unit] = held.get(unit, 0) + caps[s]
+        if any(g >= gpus for g in held.values()):
+            return Level.RACK
+    return Level.NETWORK
+
+
+@dataclass
+class TypeLevels:
+    """Per (accepted types, GPUs): ``type_size_level`` if it is wider than
+    the untyped ``size_level`` (None: the same), cached."""
+
+    _cache: dict[tuple[tuple[int, ...], int], Level | None] = field(default_factory=dict)
+
+    def clear(self) -> None:
+        self._cache.clear()
+
+    def wider(self, view: EngineView, job: Job) -> Level | None:
+        key = (job.accepts, job.gpus)
+        if key in self._cache:
+            return self._cache[key]
+        cluster = view.cluster
+        level = type_size_level(cluster, job.accepts, job.gpus)
+        got = level if level > size_level(cluster, job.gpus) else None
+        self._cache[key] = got
+        return got
 
 
 def fastest_fit(
@@ -334,6 +389,11 @@ class TypedTiresiasPolicy(TiresiasPolicy):
     name: str = "tiresias-typed"
     _types: TypeOrder = field(default_factory=TypeOrder, repr=False)
     _typed: bool = field(default=False, repr=False)
+    # typed clusters: each (model, GPUs, accepted types)'s level
+    _tlevels: dict[tuple[str, int, tuple[int, ...]], Level] = field(
+        default_factory=dict, repr=False
+    )
+    _wider: TypeLevels = field(default_factory=TypeLevels, repr=False)
     # typed clusters: the waiting jobs per class (level, GPU demand, accepted
     # types) as sorted ``(key, index)`` (a waiting job's key is frozen until
     # it runs or is promoted), and each member's class and entry; kept by
@@ -351,6 +411,25 @@ class TypedTiresiasPolicy(TiresiasPolicy):
         self._typed = view.cluster.typed
         self._tcls.clear()
         self._tentry.clear()
+        self._tlevels.clear()
+        self._wider.clear()
+
+    def level_of(self, view: EngineView, job: Job) -> Level:
+        """The parent's level, widened to the tightest its accepted types
+        can ever give (``type_size_level``): a consolidation-sensitive job
+        larger than every rack's GPUs of its types goes across racks, as the
+        parent's job larger than any rack does."""
+        if not self._typed:
+            return super().level_of(view, job)
+        key = (job.model, job.gpus, job.accepts)
+        level = self._tlevels.get(key)
+        if level is None:
+            level = super().level_of(view, job)
+            wider = self._wider.wider(view, job)
+            if wider is not None and wider > level:
+                level = wider
+            self._tlevels[key] = level
+        return level
 
     def _pend_add(self, view: EngineView, job: Job) -> None:
         super()._pend_add(view, job)

@@ -16,11 +16,13 @@ from ddl_gym.baselines import (
     POLICY_NAMES,
     TYPED_NAMES,
     TYPED_PARENT,
+    TiresiasPolicy,
     TypedDallyPolicy,
     make_policy,
 )
 
 from ddl_gym.engine import Engine, EngineView, PolicyEngineWarning, Wait, run_policy, simulate
+from ddl_gym.perf import Level
 from ddl_gym.topology import Cluster, GpuKind
 from ddl_gym.traces import synthetic_trace
 from tests.helpers import InvariantChecker
@@ -591,3 +593,82 @@ def test_tiresias_typed_victims_equal_plain_dry_run(seed: int) -> None:
     checked.reset(EngineView(engine), seed=0)
     run_policy(engine, checked)
     assert checked.found > 0 and checked.searches > checked.found
+
+
+# -- a job larger than every rack (server) of its types -------------------------------
+def split_v100() -> Cluster:
+    # 2 racks x 2 servers x 4 GPUs, each rack one K80 and one V100 server:
+    # the 8 V100s are split over the two racks (4 per rack)
+    return Cluster(
+        2, 2, 4, gpu_kinds=(GpuKind("K80"), GpuKind("V100-16GB")), server_kind=(0, 1, 0, 1)
+    )
+
+
+def small_v100_servers() -> Cluster:
+    # one rack: a 4-GPU K80 server and two 2-GPU V100 servers
+    return Cluster(
+        1,
+        3,
+        4,
+        gpu_kinds=(GpuKind("K80"), GpuKind("V100-16GB")),
+        server_kind=(0, 1, 1),
+        server_gpus=(4, 2, 2),
+    )
+
+
+@pytest.mark.parametrize("name", TYPED_NAMES)
+def test_job_larger_than_every_rack_of_its_type_runs_across_racks(name: str) -> None:
+    # X (8 GPUs, V100 only, ResNet-18: consolidation-sensitive for Tiresias,
+    # so rack level; a rack-sized job for Dally, so rack level until its
+    # network timer) fits no rack's V100s: as the parents' job larger than
+    # any rack, it goes across racks at once, on servers 1 and 3, at its
+    # arrival (the cluster is empty). Before, tiresias-typed waited for a
+    # rack forever (StalledError) and dally-typed for its network timer.
+    # k (4 GPUs, K80 only) runs meanwhile on a K80 server.
+    c = split_v100()
+    df = trace([("X", 0, 8, 1000), ("k", 0, 4, 1000)], gpu_types=["V100-16GB", "K80"])
+    df.loc[0, "model"] = "resnet18"
+    if name == "tiresias-typed":
+        engine = Engine(df, c)
+        view = EngineView(engine)
+        parent = TiresiasPolicy()
+        parent.reset(view, seed=0)
+        assert parent.level_of(view, engine.jobs[0]) == Level.RACK  # the case of the bug
+    res = simulate(df, c, make_policy(name))
+    assert res.summary["completed"] == 2
+    r = rows(res)
+    assert r.loc["X", "gpu_type"] == "V100-16GB" and r.loc["k", "gpu_type"] == "K80"
+    assert r.loc["X", "preemptions"] == 0
+    pl = res.placements[res.placements["job_id"] == "X"]
+    assert sorted(pl["server"]) == [1, 3] and list(pl["gpus"]) == [4, 4]
+    assert list(pl["start_s"]) == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("name", TYPED_NAMES)
+def test_job_larger_than_every_server_of_its_type_takes_a_rack(name: str) -> None:
+    # Y (4 GPUs, V100 only) fits one server's GPUs by the cluster's size but
+    # no V100 server (2 GPUs each): dally-typed lets it take a rack at once
+    # (both V100 servers) as Dally's job larger than a server, instead of
+    # waiting for its rack timer; every policy starts it at its arrival
+    df = trace([("Y", 0, 4, 1000)], gpu_types=["V100-16GB"])
+    res = simulate(df, small_v100_servers(), make_policy(name))
+    assert res.summary["completed"] == 1
+    pl = res.placements
+    assert sorted(pl["server"]) == [1, 2] and list(pl["gpus"]) == [2, 2]
+    assert list(pl["start_s"]) == [0.0, 0.0]
+
+
+def test_type_size_level_reads_racks_and_servers_of_the_accepted_types() -> None:
+    from ddl_gym.baselines.typed import type_size_level
+
+    c = split_v100()
+    assert type_size_level(c, (1,), 4) == Level.MACHINE
+    assert type_size_level(c, (1,), 8) == Level.NETWORK  # 4 V100s per rack
+    assert type_size_level(c, (0, 1), 8) == Level.NETWORK  # one type per placement
+    mixable = Cluster(2, 2, 4, gpu_kinds=c.gpu_kinds, server_kind=c.server_kind, mix_types=True)
+    assert type_size_level(mixable, (0, 1), 8) == Level.RACK  # a rack's K80s and V100s
+    assert type_size_level(mixable, (1,), 8) == Level.NETWORK
+    small = small_v100_servers()
+    assert type_size_level(small, (1,), 2) == Level.MACHINE
+    assert type_size_level(small, (1,), 4) == Level.RACK  # no 4-GPU V100 server
+    assert type_size_level(small, (0, 1), 4) == Level.MACHINE  # the K80 server
