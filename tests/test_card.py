@@ -237,7 +237,9 @@ def test_differences_name_the_policy_case_and_seed():
     quick.records[0]["provenance"]["commit"] = "f" * 40  # ignored
     assert differences(stored, fresh) == []
     r = quick.records[1]
-    r["mean_jct_s"] += 1e-9
+    r["mean_jct_s"] *= 1 + 1e-12  # a last-bits move (another numpy/libm): not a difference
+    assert differences(stored, fresh) == []
+    r["mean_jct_s"] *= 1 + 1e-6
     diff = differences(stored, fresh)
     assert len(diff) == 1
     assert f"({r['policy']}, {r['case']}, seed {r['seed']})" in diff[0] and "mean_jct_s" in diff[0]
@@ -251,7 +253,7 @@ def test_reference_check_passes_on_quick(data_dir, capsys):
     argv = ["benchmark", "reference", "--suite", SUITE, "--split", "quick", "--check"]
     args = p.parse_args([*argv, "--no-progress"])
     assert args.func(args) == 0, capsys.readouterr().out
-    assert "bit for bit" in capsys.readouterr().out
+    assert "rerun equal" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("name", ["ddl-gym-v1", "ddl-gym-v2", "ddl-gym-v3"])

@@ -235,7 +235,10 @@ def cmd_reference(args: argparse.Namespace) -> int:
         if diff:
             print(f"{len(diff)} differences from {path} ({', '.join(splits)})")
             return 1
-        print(f"{path}: {n} records of {', '.join(splits)} rerun bit for bit (cpu_s aside)")
+        print(
+            f"{path}: {n} records of {', '.join(splits)} rerun equal (cpu_s aside; numbers "
+            "to a relative 1e-9)"
+        )
         return 0
     out = merged(stored, fresh).write(path)
     n = sum(len(p.records) for p in fresh.splits.values())
