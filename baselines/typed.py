@@ -19,12 +19,25 @@ preemption, Gandiva's arrival order, affinity tiers and migration); only
   ``mix_types`` cluster a mixed placement (``gpu_type=None``, the engine's
   rule, at the slowest member's speed) is the last resort, taken only when
   no single type fits.
-* **Tiresias' preemption** frees room on one type: the fewest running jobs of
-  strictly worse priority on that type (worst first) whose release lets the
-  job fit there, trying its types fastest first; a waiting job preempts only
-  if no type fits it now. (The parent's ``victims_for`` counts free GPUs over
-  the whole cluster: on a typed cluster it would preempt jobs whose GPUs the
-  waiting job cannot use.)
+* **Tiresias' preemption** (a waiting job preempts only if it fits nowhere
+  now) frees room where the engine would place the job:
+
+  - without ``mix_types`` on one type: the fewest running jobs of strictly
+    worse priority on that type (worst first) whose release lets the job fit
+    there, trying its types fastest first (``victims_on_types``);
+  - with ``mix_types``, a job accepting every type of the cluster: the
+    parent's victim search, unchanged (the engine then places the job over
+    the whole cluster, as the parent's);
+  - with ``mix_types``, a job accepting some of the types: the same search
+    over the union of its accepted types (``victims_on_union``: free GPUs
+    and victims' GPUs on those types' servers only, all types at once, as
+    the engine places the job over that union).
+
+  (The parent's ``victims_for`` counts free GPUs over the whole cluster:
+  where the job may not use every type it would preempt jobs whose GPUs the
+  waiting job cannot use. One type at a time on a ``mix_types`` cluster
+  would preempt far more than needed, and never find room a job needs from
+  two types.)
 * **Gandiva's migration** keeps a job on its type: it moves only to a
   strictly tighter level on the type it runs on.
 
@@ -47,9 +60,9 @@ from ddl_gym.engine import WAIT, Action, EngineView, Job, Place, Preempt, Status
 from ddl_gym.perf import Level, shape_of
 from ddl_gym.topology import Cluster
 
-from .common import TighterMoves, may_tighten, placement_on, size_level
+from .common import TighterMoves, may_tighten, placement_on, size_level, victims_for
 from .gandiva import GandivaPolicy
-from .tiresias import TiresiasPolicy
+from .tiresias import TiresiasPolicy, first_rack_victim
 
 
 # -- the type rule, shared by the typed policies --------------------------------
@@ -323,6 +336,89 @@ def victims_on_types(
     return k, kept
 
 
+def victims_on_union(
+    view: EngineView, job: Job, level: Level, accepts: Iterable[int], candidates: Iterable[Job]
+) -> list[Job] | None:
+    """``victims_for`` over the servers of the types ``accepts`` (a
+    ``mix_types`` cluster, where the engine places a job over the union of
+    its accepted types): the fewest running ``candidates`` (taken from the
+    front: pass them worst priority first; one with no GPU on those servers
+    frees nothing there and is passed over) whose release lets ``job`` be
+    placed within ``level`` on those servers, unneeded ones dropped front to
+    back as ``victims_for`` does; None if even all of them do not suffice.
+
+    Precondition: ``job`` fits nowhere within ``level`` now (the caller
+    tried, ``fastest_fitting``). Then, by the packer's own tests (a
+    placement within ``level`` exists iff a server, a rack or the union
+    holds ``gpus`` free GPUs of the types), only the victims' servers or
+    racks can come to fit: those alone are summed."""
+    cluster = view.cluster
+    gpus = job.gpus
+    if level == Level.MACHINE and gpus > cluster.gpus_per_server:
+        return None
+    ok = [False] * len(cluster.gpu_kinds)
+    for k in accepts:
+        ok[k] = True
+    kinds = cluster.server_kind
+    free = view.free_per_server
+    S = cluster.servers_per_rack
+    by_server = level == Level.MACHINE
+    per_rack = level == Level.RACK
+    union_free = sum(view.free_per_type[k] for k, yes in enumerate(ok) if yes)
+    units: dict[int, int] = {}  # server, rack or 0 (the union): free GPUs of the types
+
+    def unit_of(server: int) -> int:
+        return server if by_server else server // S if per_rack else 0
+
+    def unit_free(unit: int) -> int:
+        got = units.get(unit)
+        if got is None:
+            if by_server:
+                got = free[unit]
+            elif per_rack:
+                got = sum(
+                    f
+                    for s, f in enumerate(free[unit * S : (unit + 1) * S], unit * S)
+                    if ok[kinds[s]]
+                )
+            else:
+                got = union_free
+            units[unit] = got
+        return got
+
+    chosen: list[tuple[Job, list[tuple[int, int]]]] = []  # victim, its GPUs per unit
+    extra: dict[int, int] = {}  # unit -> released GPUs
+    for victim in candidates:
+        share: dict[int, int] = {}
+        for server, g in victim.placement:
+            if ok[kinds[server]]:
+                u = unit_of(server)
+                share[u] = share.get(u, 0) + g
+        if not share:
+            continue  # frees nothing on the accepted types
+        chosen.append((victim, list(share.items())))
+        fit = False
+        for u, g in share.items():
+            e = extra[u] = extra.get(u, 0) + g
+            if unit_free(u) + e >= gpus:
+                fit = True
+        if fit:
+            break
+    else:
+        return None
+    kept: list[Job] = []
+    for n, (victim, released) in enumerate(chosen):
+        if n < len(chosen) - 1:
+            for u, g in released:
+                extra[u] -= g
+            if any(unit_free(u) + e >= gpus for u, e in extra.items()):
+                continue  # not needed
+            for u, g in released:
+                extra[u] += g
+        kept.append(victim)
+    return kept
+
+
 def tighter_level_on_type(view: EngineView, job: Job) -> Level | None:
     """A level strictly tighter than ``job``'s that it would get on its own
     type if it released its GPUs now (None: none, or a mixed placement)."""
@@ -474,8 +570,8 @@ class TypedTiresiasPolicy(TiresiasPolicy):
         waiting jobs in priority order (classes by accepted types too: the
         parent's shortcuts by GPU demand alone do not hold when jobs accept
         different types); a job that fits on some type starts on the fastest
-        that does; one that fits on none preempts worse jobs on its fastest
-        type where that suffices."""
+        that does; one that fits on none preempts worse jobs where the
+        engine would place it (``_victim``)."""
         pending = self._heads(view)
         worse_than: Callable[[Any], Iterable[Job]] | None = None
         # as the parent's ``cover``, per set of accepted types: a later job
@@ -493,13 +589,39 @@ class TypedTiresiasPolicy(TiresiasPolicy):
                 return Place(job.index, level, got[0])
             if worse_than is None:
                 worse_than = self._worse_than(view)
-            victims = victims_on_types(view, job, level, order, worse_than(pkey))
-            if victims is not None:
-                return Preempt(victims[1][0].index)
+            victim = self._victim(view, job, level, order, worse_than(pkey), pkey)
+            if victim is not None:
+                return Preempt(victim.index)
             for narrower in range(level + 1):
                 if job.gpus < failed[narrower]:
                     failed[narrower] = job.gpus
         return WAIT
+
+    def _victim(
+        self,
+        view: EngineView,
+        job: Job,
+        level: Level,
+        order: tuple[int, ...],
+        candidates: Iterable[Job],
+        pkey: Any,
+    ) -> Job | None:
+        """The first victim to preempt for waiting ``job`` (None: no room
+        to make), by the rule of the module docstring."""
+        cluster = view.cluster
+        if not cluster.mix_types:
+            got = victims_on_types(view, job, level, order, candidates)
+            return None if got is None else got[1][0]
+        if len(job.accepts) < len(cluster.gpu_kinds):
+            victims = victims_on_union(view, job, level, job.accepts, candidates)
+            return victims[0] if victims else None
+        # every type: the parent's search (``TiresiasPolicy.schedule``)
+        if level != Level.RACK:
+            victims = victims_for(view, job, level, candidates)
+            return victims[0] if victims else None
+        if self._run.may_fit(pkey, job.gpus):
+            return first_rack_victim(view, job, candidates)
+        return None
 
 
 # -- Gandiva ----------------------------------------------------------------------

@@ -672,3 +672,111 @@ def test_type_size_level_reads_racks_and_servers_of_the_accepted_types() -> None
     assert type_size_level(small, (1,), 2) == Level.MACHINE
     assert type_size_level(small, (1,), 4) == Level.RACK  # no 4-GPU V100 server
     assert type_size_level(small, (0, 1), 4) == Level.MACHINE  # the K80 server
+
+
+# -- tiresias-typed's preemption on a mix_types cluster: over the union of the types ------
+def mixable_k80_v100() -> Cluster:
+    # 2 racks x 2 servers x 4 GPUs, each rack one K80 server and one V100
+    # server (servers 0, 2 K80; 1, 3 V100), mixed placements allowed
+    return Cluster(
+        2,
+        2,
+        4,
+        gpu_kinds=(GpuKind("K80"), GpuKind("V100-16GB")),
+        server_kind=(0, 1, 0, 1),
+        mix_types=True,
+    )
+
+
+def filled_then_x(kinds: list[str], x_types: str) -> pd.DataFrame:
+    """One 4-GPU filler per server, pinned to its server's type (``kinds``,
+    in server order: they take servers 0, 1, ... at 0), and X (8 GPUs,
+    ResNet-18: consolidation-sensitive, so rack level) arriving at 1000 s.
+    By then every filler has 4 x 1000 s > 1 GPU-hour of service (Tiresias'
+    second queue) and X none: X is better than all of them, and among the
+    fillers (same queue, same arrival) the later index is the worse."""
+    n = len(kinds)
+    df = trace(
+        [(f"f{i}", 0, 4, LONG) for i in range(n)] + [("X", 1000, 8, 1000)],
+        gpu_types=[*kinds, x_types],
+    )
+    df.loc[n, "model"] = "resnet18"
+    return df
+
+
+def started(res, job_id: str) -> tuple[float, list[int]]:
+    pl = res.placements[res.placements["job_id"] == job_id]
+    first = pl[pl["start_s"] == pl["start_s"].min()]
+    return float(first["start_s"].iloc[0]), sorted(first["server"])
+
+
+def test_tiresias_typed_mixable_every_type_uses_the_parents_search() -> None:
+    # X accepts both types: no rack holds 8 GPUs of one type, so one type at
+    # a time (before) found no victims and X waited until f3 ended (25,000 s).
+    # The parent's search over the whole cluster, worst first: f3 (server 3,
+    # rack 1: 4 GPUs there), then f2 (server 2, rack 1: 8): both preempted
+    # at 1000 s, X starts there at once, over both types (mixed); f0 and f1
+    # (rack 0) are never preempted.
+    res = simulate(
+        filled_then_x(["K80", "V100-16GB", "K80", "V100-16GB"], ""),
+        mixable_k80_v100(),
+        make_policy("tiresias-typed"),
+    )
+    r = rows(res)
+    assert started(res, "X") == (1000.0, [2, 3])
+    assert r.loc["X", "gpu_type"] == "mixed"
+    assert list(r.loc[["f0", "f1", "f2", "f3"], "preemptions"]) == [0, 0, 1, 1]
+    assert res.summary["completed"] == 5
+
+
+def test_tiresias_typed_mixable_subset_searches_the_union_of_its_types() -> None:
+    # 2 racks x 3 servers: K80, P100, V100 in each (servers 0-2, 3-5). X
+    # accepts K80 and V100: each rack holds 8 of them together, 4 of each.
+    # Victims over the union, worst first: f5 (V100, rack 1: 4 GPUs there),
+    # f4 (P100: frees nothing X may use, passed over), f3 (K80, rack 1: 8).
+    # f5 and f3 are preempted at 1000 s and X starts on servers 3 and 5; the
+    # P100 fillers keep running. One type at a time found none (4 per rack).
+    c = Cluster(
+        2,
+        3,
+        4,
+        gpu_kinds=(GpuKind("K80"), GpuKind("P100"), GpuKind("V100-16GB")),
+        server_kind=(0, 1, 2, 0, 1, 2),
+        mix_types=True,
+    )
+    kinds = ["K80", "P100", "V100-16GB"] * 2
+    res = simulate(filled_then_x(kinds, "K80|V100-16GB"), c, make_policy("tiresias-typed"))
+    r = rows(res)
+    assert started(res, "X") == (1000.0, [3, 5])
+    assert r.loc["X", "gpu_type"] == "mixed"
+    assert [r.loc[f"f{i}", "preemptions"] for i in range(6)] == [0, 0, 0, 1, 0, 1]
+
+
+def test_victims_on_union_in_one_call() -> None:
+    # the state of the test above at 1000 s, asked directly: both victims
+    # (f5, then f3) in one search, in the order given; the P100 filler
+    # passed over; none at machine level (8 > a server)
+    from ddl_gym.baselines.typed import victims_on_types, victims_on_union
+
+    c = Cluster(
+        2,
+        3,
+        4,
+        gpu_kinds=(GpuKind("K80"), GpuKind("P100"), GpuKind("V100-16GB")),
+        server_kind=(0, 1, 2, 0, 1, 2),
+        mix_types=True,
+    )
+    df = filled_then_x(["K80", "P100", "V100-16GB"] * 2, "K80|V100-16GB")
+    engine = Engine(df, c)
+    view = EngineView(engine)
+    engine.advance()  # the fillers' arrivals at 0
+    for i in range(6):
+        engine.place(i, Level.MACHINE, c.server_kind[i])
+    jobs = {j.job_id: j for j in engine.jobs}
+    worst_first = [jobs[f"f{i}"] for i in (5, 4, 3, 2, 1, 0)]
+    x = jobs["X"]
+    got = victims_on_union(view, x, Level.RACK, x.accepts, worst_first)
+    assert got is not None and [v.job_id for v in got] == ["f5", "f3"]
+    assert victims_on_union(view, x, Level.NETWORK, x.accepts, worst_first) is not None
+    assert victims_on_union(view, x, Level.MACHINE, x.accepts, worst_first) is None
+    assert victims_on_types(view, x, Level.RACK, (2, 0), worst_first) is None
