@@ -780,3 +780,94 @@ def test_victims_on_union_in_one_call() -> None:
     assert victims_on_union(view, x, Level.NETWORK, x.accepts, worst_first) is not None
     assert victims_on_union(view, x, Level.MACHINE, x.accepts, worst_first) is None
     assert victims_on_types(view, x, Level.RACK, (2, 0), worst_first) is None
+
+
+def plain_union_victims(view, job, level, candidates) -> list | None:
+    """The rule of ``victims_on_union``, written plainly: the free GPUs of
+    the job's accepted types copied, victims' GPUs on those types added from
+    the front (victims with none there passed over) until the packer places
+    the job on them, unneeded ones dropped front to back."""
+    from ddl_gym.baselines.common import placement_on
+
+    kinds = view.cluster.server_kind
+    ok = set(job.accepts)
+    base = [f if kinds[s] in ok else 0 for s, f in enumerate(view.free_per_server)]
+
+    def fits(released) -> bool:
+        trial = list(base)
+        for v in released:
+            for server, g in v.placement:
+                if kinds[server] in ok:
+                    trial[server] += g
+        return placement_on(view.cluster, trial, job.gpus, level) is not None
+
+    chosen = []
+    for victim in candidates:
+        if any(kinds[s] in ok for s, _ in victim.placement):
+            chosen.append(victim)
+            if fits(chosen):
+                break
+    else:
+        return None
+    for victim in list(chosen[:-1]):
+        rest = [v for v in chosen if v is not victim]
+        if fits(rest):
+            chosen = rest
+    return chosen
+
+
+class UnionVictimsChecked:
+    """Wraps tiresias-typed on a mix_types cluster: at each call, for every
+    waiting job that fits nowhere, ``victims_on_union`` equals the plain dry
+    run (counts the searches and those that found victims)."""
+
+    def __init__(self, policy) -> None:
+        self.policy = policy
+        self.searches = self.found = 0
+
+    def reset(self, view, seed=None):
+        self.policy.reset(view, seed=seed)
+
+    def act(self, view):
+        from ddl_gym.baselines.typed import fastest_fitting, victims_on_union
+
+        p = self.policy
+        if view.pending:
+            p._sync_running(view)
+            worse = p._worse_than(view)
+            for job in view.pending:
+                level = p.level_of(view, job)
+                if fastest_fitting(view, job, level, p._types(view, job)) is not None:
+                    continue
+                pkey = (p.key(view, job), job.index)
+                got = victims_on_union(view, job, level, job.accepts, worse(pkey))
+                want = plain_union_victims(view, job, level, worse(pkey))
+                self.searches += 1
+                self.found += want is not None
+                assert (got is None) == (want is None), job.job_id
+                if got is not None and want is not None:
+                    assert [v.index for v in got] == [v.index for v in want]
+        return p.act(view)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_tiresias_typed_union_victims_equal_plain_dry_run(seed: int) -> None:
+    # mixed racks, mixing allowed, 1-16 GPU jobs (some larger than a rack's
+    # GPUs of one type), consolidation-sensitive models, accepted-type sets
+    rng = np.random.default_rng(seed)
+    c = Cluster(
+        2,
+        4,
+        4,
+        gpu_kinds=(GpuKind("K80"), GpuKind("P100"), GpuKind("V100-16GB")),
+        server_kind=(0, 2, 0, 2, 1, 2, 1, 2),
+        mix_types=True,
+    )
+    tr = synthetic_trace(n_jobs=120, seed=seed, arrival_rate_per_h=4000, max_gpus=16).jobs.copy()
+    tr["gpu_types"] = rng.choice(["", "K80|P100", "V100-16GB", "P100|V100-16GB"], len(tr))
+    checked = UnionVictimsChecked(make_policy("tiresias-typed"))
+    engine = Engine(tr, c, **checked.policy.engine_kwargs())
+    checked.reset(EngineView(engine), seed=0)
+    run_policy(engine, checked)
+    assert checked.found > 0 and checked.searches > checked.found
+    assert engine.result().summary["completed"] == len(tr)
