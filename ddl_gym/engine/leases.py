@@ -175,6 +175,11 @@ class _PhaseGroup:
     # above it leaves the group)
     top: float = -math.inf
     ceiling: float = math.inf
+    cap: int = 0  # its GPU sum
+    band: int = 0
+    # the sequence number of its entry on ``LazyLeases._asleep`` (None:
+    # awake, among ``_awake``; 0: new, not yet awake; -1: dropped)
+    asleep: int | None = None
 
 
 class LeaseJudge(Protocol):
@@ -240,10 +245,17 @@ class LazyLeases:
         self._need_thr: list[float] = []
         self._need_gpus: list[int] = []
         # parked by demand: (GPU sum near the job, band of the largest bound
-        # near it) -> its jobs in phase order; per GPU sum, its bands'
-        # groups in descending band order
+        # near it) -> its jobs in phase order
         self._dparked: dict[tuple[int, int], _PhaseGroup] = {}
-        self._dbands: dict[int, list[tuple[int, _PhaseGroup]]] = {}
+        # The groups ``_groups_to_search`` looks at: per GPU sum, its awake
+        # groups in descending band order. A group whose ``cand`` lies at or
+        # past the search's horizon (the next other event) sleeps on
+        # ``_asleep`` (by ``cand``'s time) until a horizon passes it or its
+        # ``cand`` is cleared: most groups are skipped so, and a call visited
+        # every one of them to skip it (47 groups per call at 100k jobs).
+        self._awake: dict[int, list[tuple[int, _PhaseGroup]]] = {}
+        self._asleep: list[tuple[float, int, _PhaseGroup]] = []
+        self._sleep_seq = 0
         self._dparked_of: dict[int, int] = {}  # j -> its token while parked by demand
         self._dparked_group: dict[int, _PhaseGroup] = {}  # j -> its group (while in ``of``)
 
@@ -482,11 +494,23 @@ class LazyLeases:
         need_thr = self._need_thr
         need_gpus = self._need_gpus
         horizon = before if now < before else math.inf
-        for cap, bands in self._dbands.items():
+        asleep = self._asleep
+        while asleep and asleep[0][0] < horizon:
+            _, seq, g = heapq.heappop(asleep)
+            if g.asleep == seq:  # (else: woken or dropped since)
+                self._wake(g)
+        slept: list[int] = []  # GPU sums with groups put to sleep
+        for cap, bands in self._awake.items():
             pool = cap + free
             for _, g in bands:
                 c = g.cand
                 if c is not None and c[0] >= horizon:
+                    # skipped until a horizon passes ``c`` or ``cand`` changes
+                    self._sleep_seq += 1
+                    g.asleep = self._sleep_seq
+                    heapq.heappush(asleep, (c[0], self._sleep_seq, g))
+                    if not slept or slept[-1] != cap:
+                        slept.append(cap)
                     continue
                 if not g.entries:
                     empty = True  # no live member: dropped below
@@ -511,9 +535,28 @@ class LazyLeases:
                     active.append(g)
                 else:
                     dormant.append((cap, g))
+        awake = self._awake
+        for cap in slept:
+            bands = [bg for bg in awake[cap] if bg[1].asleep is None]
+            if bands:
+                awake[cap] = bands
+            else:
+                del awake[cap]
         if empty:
             self._drop_empty_groups()
         return active, dormant
+
+    def _wake(self, group: _PhaseGroup) -> None:
+        """The group joins ``_awake`` (its entry on ``_asleep``, if any, goes
+        stale): its ``cand`` changed or a horizon passed it."""
+        if group.asleep is None or group.asleep == -1:
+            return
+        group.asleep = None
+        bands = self._awake.setdefault(group.cap, [])
+        i = 0
+        while i < len(bands) and bands[i][0] > group.band:
+            i += 1
+        bands.insert(i, (group.band, group))
 
     def _wake_dormant(
         self,
@@ -569,27 +612,29 @@ class LazyLeases:
         if top_bound > group.top:
             group.top = top_bound
         group.cand = None
+        self._wake(group)
         if any(g is group for g in active):
             self._group_next(group, b)
         if len(group.entries) > 2 * len(self._dparked_of) + self.stale_slack:
             self._drop_stale_parked()
 
     def _new_group(self, cap: int, band: int) -> _PhaseGroup:
-        group = self._dparked[(cap, band)] = _PhaseGroup(ceiling=_band_ceiling(band))
-        bands = self._dbands.setdefault(cap, [])
-        bands.append((band, group))
-        bands.sort(key=lambda bg: -bg[0])
+        group = _PhaseGroup(ceiling=_band_ceiling(band), cap=cap, band=band, asleep=0)
+        self._dparked[(cap, band)] = group
+        self._wake(group)
         return group
 
     def _drop_empty_groups(self) -> None:
+        """Forget the groups with no entry left (none is asleep: an empty
+        group has no ``cand``)."""
         for key in [key for key, g in self._dparked.items() if not g.entries]:
-            del self._dparked[key]
-        for cap in list(self._dbands):
-            bands = [(band, g) for band, g in self._dbands[cap] if g.entries]
+            self._dparked.pop(key).asleep = -1
+        for cap in list(self._awake):
+            bands = [(band, g) for band, g in self._awake[cap] if g.entries]
             if bands:
-                self._dbands[cap] = bands
+                self._awake[cap] = bands
             else:
-                del self._dbands[cap]
+                del self._awake[cap]
 
     def _wake_group(self, group: _PhaseGroup, ref: float) -> None:
         """Make sure ``group.cand`` is its earliest boundary ``> ref`` (one
@@ -730,6 +775,7 @@ class LazyLeases:
             cand = group.cand
             if cand is not None and of.get(cand[2]) != cand[3]:
                 group.cand = None  # (a live one stays: the search may hold it)
+                self._wake(group)
 
     def _too_few(self, b: float, jobs: list[Job], free: int, levels: bool = False) -> bool:
         """Whether the jobs with a boundary at ``b`` and the ``free`` GPUs
