@@ -63,7 +63,7 @@ from typing import Any
 
 from ddl_gym.engine import WAIT, Action, EngineView, Job, Preempt, Status
 from ddl_gym.engine.actions import Place
-from ddl_gym.engine.packer import find_placement, gpus_held
+from ddl_gym.engine.packer import FreeIndex, gpus_held
 from ddl_gym.perf import Level
 
 from .common import (
@@ -258,8 +258,9 @@ class _TunerWatch:
 class _DryPool:
     """The GPUs a re-offer hands out, on paper: the engine's free counts
     with the servers that changed noted apart (a few per re-offer), never
-    copied whole unless the packer needs more than one server (racks are
-    summed from the servers only then)."""
+    copied whole unless the packer needs more than one server (then a copy
+    of the engine's packer index, once per pool, brought up to the changes
+    at each such search)."""
 
     def __init__(self, view: EngineView) -> None:
         self.view = view
@@ -267,6 +268,7 @@ class _DryPool:
         self.S = view.cluster.servers_per_rack
         self.G = view.cluster.gpus_per_server
         self.server: dict[int, int] = {}  # server -> free GPUs, where changed
+        self._index: FreeIndex | None = None  # built when first needed
 
     def give(self, held: Iterable[tuple[int, int]], sign: int = 1) -> None:
         """``(server, gpus)`` pairs join the pool (``sign`` -1: leave it)."""
@@ -283,20 +285,28 @@ class _DryPool:
 
     def find(self, gpus: int, level: Level) -> list[tuple[int, int]] | None:
         """``find_placement`` on the pool: its one-server step through the
-        engine's index, the rest on copies."""
+        engine's index, the rest on a copy of that index (``FreeIndex.find``
+        answers as ``find_placement`` would, without copying the free counts
+        and scanning every rack at each search)."""
         if gpus <= self.G:
             srv = self.view.best_fit_server(gpus, self.server)
             if srv is not None:
                 return [(srv, gpus)]
         if level == _MACHINE:
             return None
-        pool = list(self.free)
-        rack_pool = list(self.view.free_per_rack)
+        index = self._index
+        if index is None:
+            index = self._index = self.view.free_index()
+        free = index.free
+        rack_free = index.rack_free
         S = self.S
         for srv, f in self.server.items():
-            rack_pool[srv // S] += f - pool[srv]
-            pool[srv] = f
-        return find_placement(pool, rack_pool, S, self.G, gpus, level)
+            old = free[srv]
+            if f != old:
+                index.move(srv, old, f)
+                free[srv] = f
+                rack_free[srv // S] += f - old
+        return index.find(gpus, level)
 
 
 def _level_of(placement: list[tuple[int, int]], servers_per_rack: int) -> Level:
