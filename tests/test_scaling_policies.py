@@ -87,3 +87,30 @@ def test_first_rack_victim_is_the_victim_searchs_first(monkeypatch):
     monkeypatch.setattr(tiresias, "first_rack_victim", checked)
     _run(make_policy("tiresias"), 3000)
     assert calls["found"] > 0
+
+
+def test_dally_dry_pool_finds_as_the_packer(monkeypatch):
+    """Dally's re-offer searches its dry pool beyond one server on a copy of
+    the packer index (brought up to the pool's changes): every answer equals
+    ``find_placement`` on the pool's own counts, one search after another."""
+    from ddl_gym.baselines import dally
+
+    from ddl_gym.engine.packer import find_placement
+
+    searched: list[bool] = []  # per search: whether it was beyond one server
+    find = dally._DryPool.find
+
+    def checked(self, gpus, level):
+        got = find(self, gpus, level)
+        free = list(self.free)
+        for server, f in self.server.items():
+            free[server] = f
+        S = self.S
+        rack_free = [sum(free[r * S : (r + 1) * S]) for r in range(len(free) // S)]
+        assert got == find_placement(free, rack_free, S, self.G, gpus, level)
+        searched.append(self._index is not None)
+        return got
+
+    monkeypatch.setattr(dally._DryPool, "find", checked)
+    _run(make_policy("dally"), 3000)
+    assert any(searched)
