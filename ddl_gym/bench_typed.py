@@ -26,13 +26,9 @@ policy on the untyped cluster.
 from __future__ import annotations
 
 import argparse
-import time
 from dataclasses import replace
 
-from ddl_gym.bench import fixed_regime_cluster, fixed_regime_trace
-from ddl_gym.engine import Engine
-from ddl_gym.engine.simulate import run_policy
-from ddl_gym.engine.view import EngineView
+from ddl_gym.bench import fixed_regime_cluster, fixed_regime_trace, run_measured
 from ddl_gym.topology import Cluster, GpuKind
 
 
@@ -53,18 +49,6 @@ def clusters(n_jobs: int) -> dict[str, Cluster]:
         "typed-same-speed": typed_variant(base, ("V100-16GB", "V100-32GB")),
         "typed-k80-p100-v100": typed_variant(base, ("K80", "P100", "V100-16GB")),
     }
-
-
-def cpu_of_run(trace, cluster: Cluster, policy_name: str) -> tuple[float, dict[str, float]]:
-    from ddl_gym.baselines import make_policy
-
-    policy = make_policy(policy_name)
-    start = time.process_time()
-    engine = Engine(trace, cluster, **{**policy.engine_kwargs(), "congestion": "moderate"})
-    policy.reset(EngineView(engine), seed=0)
-    run_policy(engine, policy)
-    summary = engine.result().summary
-    return time.process_time() - start, summary
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -91,9 +75,9 @@ def main(argv: list[str] | None = None) -> None:
         jct: dict[tuple[str, str], float] = {}
         for _ in range(args.repeat):  # alternate the runs within each round
             for run in runs:
-                cpu, summary = cpu_of_run(trace, cases[run[1]], run[0])
-                best[run] = min(best.get(run, float("inf")), cpu)
-                jct[run] = summary["mean_jct_s"] / 3600
+                row = run_measured(trace, cases[run[1]], run[0])  # moderate congestion
+                best[run] = min(best.get(run, float("inf")), row["cpu_s"])
+                jct[run] = row["mean_jct_h"]
         base = best[(policy, "untyped")]
         for run in runs:
             print(

@@ -34,6 +34,7 @@ __all__ = [
     "V100_MEM_BW_GBS",
     "datasheet_speed",
     "get_gpu_type",
+    "gpu_type_set",
 ]
 
 Label = Literal["measured", "estimate"]
@@ -239,3 +240,10 @@ def get_gpu_type(name: str) -> GpuType:
         known = ", ".join(sorted(set(CATALOGUE) | set(OPENB_NAMES)))
         raise KeyError(f"unknown GPU type {name!r}; known: {known}")
     return CATALOGUE[key]
+
+
+def gpu_type_set(text: str) -> frozenset[str]:
+    """The catalogue names of a ``|``-joined list of GPU types (catalogue,
+    openb or Gavel spellings; blank parts ignored; empty: the empty set, which
+    a trace's ``gpu_types`` reads as any type). KeyError names an unknown one."""
+    return frozenset(get_gpu_type(p.strip()).name for p in text.split("|") if p.strip())

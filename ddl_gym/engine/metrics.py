@@ -173,9 +173,7 @@ def build_result(engine) -> Result:
     if types is not None:
         # typed clusters: the type of each job's last placement, GPU-hours per type
         kinds = {-1: "mixed", **dict(enumerate(types.names))}
-        jobs["gpu_type"] = [
-            kinds[j.kind] if j.placement or j.level is not None else "" for j in jobs_
-        ]
+        jobs["gpu_type"] = [kinds[j.kind] if j.level is not None else "" for j in jobs_]
         for name, seconds in zip(types.names, types.gpu_seconds, strict=True):
             summary[f"gpu_h_{name}"] = seconds / 3600.0
     if types is not None or engine.llm is not None:

@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from ddl_gym.engine.job import Job
 from ddl_gym.engine.packer import FreeIndex, find_placement
-from ddl_gym.gpu_types import get_gpu_type
+from ddl_gym.gpu_types import get_gpu_type, gpu_type_set
 from ddl_gym.perf import Level, PerfModel
 from ddl_gym.topology import Cluster, Link
 from ddl_gym.traces import Trace, TraceError
@@ -119,14 +119,12 @@ class TypePools:
         i: int,
     ) -> tuple[int, ...]:
         if spec.strip():
-            wanted = set()
-            for part in spec.split("|"):
-                try:
-                    wanted.add(get_gpu_type(part.strip()).name)
-                except KeyError as e:
-                    raise TraceError(
-                        f"{src}: {trace.row_label(i)}, field 'gpu_types': {e.args[0]}"
-                    ) from None
+            try:
+                wanted = gpu_type_set(spec)
+            except KeyError as e:
+                raise TraceError(
+                    f"{src}: {trace.row_label(i)}, field 'gpu_types': {e.args[0]}"
+                ) from None
             accepts = [k for k, name in enumerate(self.names) if name in wanted]
         else:
             accepts = list(self.all_kinds)

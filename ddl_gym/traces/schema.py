@@ -568,22 +568,15 @@ def validate_rows(
 def _gpu_types(column: pd.Series, source: str, rows: np.ndarray, field_name: str) -> list[str]:
     """The ``gpu_types`` cells, each checked against the GPU-type catalogue
     and written in catalogue names, sorted and ``|``-joined ('' for any)."""
-    from ddl_gym.gpu_types import get_gpu_type  # (data only)
+    from ddl_gym.gpu_types import gpu_type_set  # (data only)
 
     out: list[str] = []
     for i, cell in enumerate(column.tolist()):
         text = "" if cell is None or (isinstance(cell, float) and cell != cell) else str(cell)
-        names = set()
-        for part in text.split("|"):
-            part = part.strip()
-            if not part:
-                continue
-            try:
-                names.add(get_gpu_type(part).name)
-            except KeyError as e:
-                raise TraceError(
-                    f"{where(source, int(rows[i]), field_name)}: {e.args[0]}"
-                ) from None
+        try:
+            names = gpu_type_set(text)
+        except KeyError as e:
+            raise TraceError(f"{where(source, int(rows[i]), field_name)}: {e.args[0]}") from None
         out.append("|".join(sorted(names)))
     return out
 
