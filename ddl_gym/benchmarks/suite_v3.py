@@ -44,6 +44,8 @@ preemptions, CPU) are in ``ddl_gym/benchmarks/v3_design.json``
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Mapping
 
 # v1's heavy-tailed generator settings: v3's synthetic cases draw from the same generator
 from ddl_gym.benchmarks.suite import _SYNTHETIC, _SYNTHETIC_QUICK, LEGACY_HEURISTICS, Case, Suite
@@ -204,7 +206,7 @@ _SCALES: dict[str, float] = {
 }
 
 
-def _c(
+def targeted_case(
     name: str,
     family: str,
     split: str,
@@ -216,9 +218,17 @@ def _c(
     target: float,
     note: str = "",
     seeds: tuple[int, ...] | None = None,
+    *,
+    targets: dict[str, float],
+    scales: Mapping[str, float],
+    split_seeds: Mapping[str, tuple[int, ...]],
 ) -> Case:
-    LOAD_TARGETS[name] = target
-    w = dataclasses.replace(workload, arrival_scale=_SCALES.get(name, 1.0))
+    """A case whose arrivals are scaled to its busy-load ``target``: the target
+    is recorded in ``targets``, the arrival scale read from ``scales`` (1 until
+    designed), the seeds those of its split unless ``seeds`` says otherwise.
+    A family module binds its own tables (``functools.partial``)."""
+    targets[name] = target
+    w = dataclasses.replace(workload, arrival_scale=scales.get(name, 1.0))
     return Case(
         name,
         family,
@@ -227,10 +237,13 @@ def _c(
         shape,
         fabric,
         congestion,
-        seeds if seeds is not None else _SEEDS[split],
+        seeds if seeds is not None else split_seeds[split],
         disjoint,
         note,
     )
+
+
+_c = functools.partial(targeted_case, targets=LOAD_TARGETS, scales=_SCALES, split_seeds=_SEEDS)
 
 
 def _file(source: str, times: tuple[tuple[str, float], ...], **kw: object) -> Workload:

@@ -82,6 +82,7 @@ refuses the 32 GB V100 by the memory rule, not by name). Draws use
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -91,7 +92,7 @@ import numpy as np
 import pandas as pd
 
 from ddl_gym.benchmarks.suite import _SYNTHETIC, Case
-from ddl_gym.benchmarks.suite_v3 import HEURISTICS_V3, V100_TIMES
+from ddl_gym.benchmarks.suite_v3 import HEURISTICS_V3, V100_TIMES, targeted_case
 from ddl_gym.benchmarks.workload import (
     SYNTHETIC,
     DataMissingError,
@@ -271,33 +272,7 @@ _SCALES: dict[str, float] = {
 }
 
 
-def _c(
-    name: str,
-    family: str,
-    split: str,
-    workload: Workload,
-    cluster: str,
-    fabric: str,
-    congestion: str,
-    disjoint: str,
-    target: float,
-    note: str = "",
-    seeds: tuple[int, ...] | None = None,
-) -> Case:
-    LOAD_TARGETS[name] = target
-    w = dataclasses.replace(workload, arrival_scale=_SCALES.get(name, 1.0))
-    return Case(
-        name,
-        family,
-        split,
-        w,
-        cluster,
-        fabric,
-        congestion,
-        seeds if seeds is not None else _SEEDS[split],
-        disjoint,
-        note,
-    )
+_c = functools.partial(targeted_case, targets=LOAD_TARGETS, scales=_SCALES, split_seeds=_SEEDS)
 
 
 def _gen(offset: int, spec: tuple[tuple[str, object], ...] = _GEN_SYNTHETIC) -> TypedWorkload:
