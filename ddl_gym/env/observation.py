@@ -320,12 +320,7 @@ class ObsBuilder:
                 fr = g <= max_rack
                 fn = g <= total
             else:  # typed: on the job's accepted types
-                fm, fr, fn = feas.blind(job)
-                if typed is not None:
-                    on = feas.on_types(job)
-                    typed_m += on
-                    typed_m += [False] * (3 * MAX_TYPES - len(on))
-                    typed_p += typed.pending_row(job, on)
+                fm, fr, fn = feas.pending(job, typed, typed_m, typed_p)
             m += (fm, fr, fn)
             waited = now - job.queued_since
             age = now - job.arrival

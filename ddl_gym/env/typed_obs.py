@@ -137,6 +137,20 @@ class TypeFeasibility:
                         return (True, True, True)
         return (fm, fr, fn)
 
+    def pending(
+        self, job: Job, typed: TypeFeatures | None, mask: list[bool], rows: list[float]
+    ) -> tuple[bool, bool, bool]:
+        """What an observation takes per pending job on a typed cluster:
+        ``blind(job)``, and with ``typed`` (the typed layout) the job's typed
+        place-action flags appended to ``mask`` (padded to ``MAX_TYPES``
+        slots) and its typed row to ``rows``."""
+        if typed is not None:
+            on = self.on_types(job)
+            mask += on
+            mask += [False] * (3 * MAX_TYPES - len(on))
+            rows += typed.pending_row(job, on)
+        return self.blind(job)
+
     def on_types(self, job: Job) -> list[bool]:
         """``Place(job, level, gpu_type=k)`` valid, for k in types, level in
         machine, rack, network (type-major, ``3 * n`` flags)."""
